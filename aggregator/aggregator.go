@@ -1,0 +1,283 @@
+// Package aggregator is the MCP server that clients talk to: it merges the
+// tools of every upstream server into one namespaced catalog per profile and
+// runs each call through the pipeline (route, timeout, upstream call, error
+// to result).
+package aggregator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/upstream"
+)
+
+// DefaultProfile names the profile that sees every server, served at /mcp
+// and in stdio mode without --profile.
+const DefaultProfile = ""
+
+// Options configure an Aggregator. Pool is required.
+type Options struct {
+	Pool *upstream.Pool
+	// Settings are the initial settings; nil means config.DefaultSettings.
+	Settings *config.Settings
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Version is reported to clients as the server version.
+	Version string
+	// MaxNameLength bounds exposed tool names; zero means MaxNameLength.
+	MaxNameLength int
+}
+
+// Aggregator serves the merged catalog of a pool.
+type Aggregator struct {
+	log     *slog.Logger
+	pool    *upstream.Pool
+	impl    *mcp.Implementation
+	maxName int
+
+	ready     chan struct{} // closed once the pool has started
+	readyOnce sync.Once
+
+	mu       sync.Mutex // serializes Sync and profile changes
+	settings *config.Settings
+	current  atomic.Pointer[config.Settings] // settings for the call path, which must not take mu
+	catalog  *Catalog
+	profiles map[string]*profile
+
+	watched sync.Map // *mcp.ServerSession → struct{}: sessions whose end we wait for
+}
+
+// profile is one mcp.Server and the view it currently serves.
+type profile struct {
+	name   string
+	server *mcp.Server
+	view   atomic.Pointer[view]
+	// registered maps exposed names to the hash of the definition given
+	// to the SDK; guarded by Aggregator.mu.
+	registered map[string]string
+	http       atomic.Pointer[mcp.StreamableHTTPHandler]
+}
+
+// New returns an aggregator with an empty catalog; call Sync after the
+// pool has servers, and MarkReady when the initial start is over.
+func New(opts *Options) *Aggregator {
+	settings := opts.Settings
+	if settings == nil {
+		settings = config.DefaultSettings()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	a := &Aggregator{
+		log:      log,
+		pool:     opts.Pool,
+		impl:     &mcp.Implementation{Name: "mcpmux", Version: version},
+		maxName:  opts.MaxNameLength,
+		ready:    make(chan struct{}),
+		settings: settings,
+		catalog:  BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
+		profiles: map[string]*profile{},
+	}
+	a.current.Store(settings)
+	a.mu.Lock()
+	a.syncProfilesLocked()
+	a.mu.Unlock()
+	return a
+}
+
+// MarkReady ends the start-up phase: until then, tools/list waits, so that
+// a client connecting early still gets the whole catalog.
+func (a *Aggregator) MarkReady() { a.readyOnce.Do(func() { close(a.ready) }) }
+
+// SetSettings replaces the settings (blacklist, profiles, timeouts) and
+// applies them to the catalog. Servers are not touched.
+func (a *Aggregator) SetSettings(s *config.Settings) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.settings = s
+	a.current.Store(s)
+	a.rebuildLocked()
+}
+
+// Settings returns the current settings.
+func (a *Aggregator) Settings() *config.Settings {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.settings
+}
+
+// Sync rebuilds the catalog from the pool's current tool lists and updates
+// every profile's server with the difference. Clients get one
+// tools/list_changed per effective change and none when nothing changed.
+func (a *Aggregator) Sync() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rebuildLocked()
+}
+
+func (a *Aggregator) rebuildLocked() {
+	var servers []ServerTools
+	for _, s := range a.pool.Servers() {
+		servers = append(servers, ServerTools{Name: s.Name(), Prefix: s.Config().NamePrefix(), Tools: s.Tools()})
+	}
+	a.catalog = BuildCatalog(servers, a.settings.Separator, a.maxName)
+	for _, err := range a.catalog.Conflicts {
+		a.log.Error("tool not exposed", "error", err)
+	}
+	a.syncProfilesLocked()
+}
+
+// syncProfilesLocked creates and drops profiles to match the settings and
+// brings each profile's registered tools in line with its new view.
+func (a *Aggregator) syncProfilesLocked() {
+	want := map[string]bool{DefaultProfile: true}
+	for name := range a.settings.Profiles {
+		want[name] = true
+	}
+	for name, p := range a.profiles {
+		if !want[name] {
+			// Sessions still connected to a removed profile see it empty.
+			p.server.RemoveTools(slices.Collect(maps.Keys(p.registered))...)
+			delete(a.profiles, name)
+		}
+	}
+	for name := range want {
+		p := a.profiles[name]
+		if p == nil {
+			p = a.newProfile(name)
+			a.profiles[name] = p
+		}
+		a.applyView(p, newView(name, a.catalog, a.settings))
+	}
+}
+
+func (a *Aggregator) newProfile(name string) *profile {
+	p := &profile{name: name, registered: map[string]string{}}
+	p.view.Store(newView(name, BuildCatalog(nil, a.settings.Separator, a.maxName), a.settings))
+	p.server = mcp.NewServer(a.impl, &mcp.ServerOptions{
+		Logger: a.log.With("component", "mcp-server", "profile", name),
+		// Advertise tools with listChanged even while the catalog is
+		// empty: a client connecting before any server is up must still
+		// learn that tools will come.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.routeMiddleware(p))
+	return p
+}
+
+// applyView registers the difference between what p's server has and v.
+// New and changed tools are added before the view is published and removed
+// ones are removed after, so that a name in the view is always registered.
+func (a *Aggregator) applyView(p *profile, v *view) {
+	var removed []string
+	for name := range p.registered {
+		if _, ok := v.visible[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	for _, name := range sortedKeys(v.visible) {
+		e := v.visible[name]
+		if p.registered[name] == e.hash {
+			continue
+		}
+		if err := addTool(p.server, e.Def, a.toolHandler(p, e)); err != nil {
+			a.log.Error("tool not exposed", "tool", name, "server", e.Server, "error", err)
+			continue
+		}
+		p.registered[name] = e.hash
+	}
+	p.view.Store(v)
+	if len(removed) > 0 {
+		slices.Sort(removed)
+		p.server.RemoveTools(removed...)
+		for _, name := range removed {
+			delete(p.registered, name)
+		}
+	}
+}
+
+// addTool registers a tool, turning the SDK's panics on definitions it
+// does not accept into errors: a strange downstream tool must not take
+// mcpmux down.
+func addTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("invalid tool definition: %v", r)
+		}
+	}()
+	s.AddTool(t, h)
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.Sort(keys)
+	return keys
+}
+
+// Server returns the MCP server of a profile, or nil if there is none.
+func (a *Aggregator) Server(profile string) *mcp.Server {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p := a.profiles[profile]; p != nil {
+		return p.server
+	}
+	return nil
+}
+
+func (a *Aggregator) profile(name string) *profile {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.profiles[name]
+}
+
+// Tools returns the entries a profile lists, sorted by exposed name; ok is
+// false if the profile does not exist.
+func (a *Aggregator) Tools(profileName string) (entries []*Entry, ok bool) {
+	p := a.profile(profileName)
+	if p == nil {
+		return nil, false
+	}
+	v := p.view.Load()
+	for _, name := range sortedKeys(v.visible) {
+		entries = append(entries, v.visible[name])
+	}
+	return entries, true
+}
+
+// RunStdio serves the profile over stdin/stdout until the client leaves
+// or ctx is done.
+func (a *Aggregator) RunStdio(ctx context.Context, profileName string) error {
+	s := a.Server(profileName)
+	if s == nil {
+		return fmt.Errorf("unknown profile %q", profileName)
+	}
+	return s.Run(ctx, &mcp.StdioTransport{})
+}
+
+// waitReadyMiddleware holds tools/list until the pool has started.
+func (a *Aggregator) waitReadyMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/list" {
+			select {
+			case <-a.ready:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return next(ctx, method, req)
+	}
+}

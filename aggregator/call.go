@@ -1,0 +1,161 @@
+package aggregator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/upstream"
+)
+
+// toolHandler returns the handler registered for an exposed tool. It holds
+// its route, so a call never parses names.
+func (a *Aggregator) toolHandler(p *profile, e *Entry) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return a.call(ctx, p, req, e), nil
+	}
+}
+
+// call runs one tool call through the pipeline. It always returns a
+// result: failures become results with IsError whose text says what went
+// wrong and what to do, never JSON-RPC errors, so that an agent can read
+// them and carry on.
+func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
+	srv := a.pool.Get(e.Server)
+	if srv == nil {
+		return toolError("Tool '%s' on server '%s' is not available: the server is no longer configured. Use another tool.", e.Tool, e.Server)
+	}
+	args, err := callArguments(req.Params.Arguments)
+	if err != nil {
+		return toolError("Tool '%s' on server '%s' was not called: %v. Pass the arguments as a JSON object matching the tool's input schema.", e.Tool, e.Server, err)
+	}
+	timeout := srv.Config().CallTimeout(e.Tool, a.current.Load().Timeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	cp := upstream.CallParams{Params: &mcp.CallToolParams{
+		Name:      e.Tool,
+		Arguments: args,
+		Meta:      forwardMeta(req.Params.Meta),
+	}}
+	if srv.Config().PerClient() {
+		cp.Client = a.clientID(req.Session)
+	}
+	start := time.Now()
+	res, err := srv.CallTool(cctx, cp)
+	if err != nil {
+		a.log.Warn("tool call failed", "tool", e.Name, "error", err, "elapsed", time.Since(start).Round(time.Millisecond))
+		return callFailure(ctx, cctx, err, e, timeout)
+	}
+	return res
+}
+
+// callArguments checks that the client's arguments are a JSON object and
+// forwards them as raw bytes. Absent arguments become {}: TypeScript
+// servers reject "arguments": null.
+func callArguments(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return json.RawMessage("{}"), nil
+	}
+	if raw[0] != '{' {
+		kind := "a value"
+		switch raw[0] {
+		case '[':
+			kind = "an array"
+		case '"':
+			kind = "a string"
+		case 't', 'f':
+			kind = "a boolean"
+		default:
+			kind = "a number"
+		}
+		return nil, fmt.Errorf("arguments must be a JSON object, got %s", kind)
+	}
+	return raw, nil
+}
+
+// forwardMeta copies the client's _meta for the downstream call, without
+// the progress token: it belongs to the client's session, not ours.
+func forwardMeta(m mcp.Meta) mcp.Meta {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(mcp.Meta, len(m))
+	for k, v := range m {
+		if k != "progressToken" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// callFailure turns an error of an upstream call into the result the
+// client reads.
+func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Duration) *mcp.CallToolResult {
+	var (
+		unavailable *upstream.UnavailableError
+		lost        *upstream.LostError
+		rpc         *upstream.RPCError
+	)
+	switch {
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return toolError("Tool '%s' on server '%s' timed out after %v. The call was cancelled; the server stays available. Try again with a smaller request, or use another tool.", e.Tool, e.Server, timeout)
+	case ctx.Err() != nil:
+		return toolError("Tool '%s' on server '%s' was cancelled by the client.", e.Tool, e.Server)
+	case errors.As(err, &unavailable):
+		return toolError("Tool '%s' on server '%s' could not be called: the server is not running (%v). mcpmux restarts it automatically; try again shortly, or use another tool.", e.Tool, e.Server, unavailable.Err)
+	case errors.As(err, &lost):
+		return toolError("Tool '%s' on server '%s' failed: the server stopped answering during the call (%v). It is being restarted; the call may or may not have taken effect, so check before repeating it.", e.Tool, e.Server, lost.Err)
+	case errors.As(err, &rpc):
+		return toolError("Tool '%s' on server '%s' was rejected by the server: %s (JSON-RPC error %d). Check the tool name and that the arguments match the tool's input schema.", e.Tool, e.Server, rpc.Message, rpc.Code)
+	}
+	return toolError("Tool '%s' on server '%s' failed: %v.", e.Tool, e.Server, err)
+}
+
+// toolError returns an error result with one text item.
+func toolError(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}},
+	}
+}
+
+// clientID identifies the client session for per-client connections, and
+// makes sure they are closed when the session ends.
+func (a *Aggregator) clientID(ss *mcp.ServerSession) upstream.ClientID {
+	if ss == nil {
+		return "none"
+	}
+	id := ss.ID()
+	if id == "" {
+		id = fmt.Sprintf("session-%p", ss)
+	}
+	if _, seen := a.watched.LoadOrStore(ss, struct{}{}); !seen {
+		go func() {
+			_ = ss.Wait()
+			a.watched.Delete(ss)
+			a.log.Info("client session ended", "session", id)
+			a.pool.ReleaseClient(upstream.ClientID(id))
+		}()
+	}
+	return upstream.ClientID(id)
+}
+
+// prependNote puts note in front of the result's first text item, or adds
+// a text item if the result has none first.
+func prependNote(res *mcp.CallToolResult, note string) {
+	if len(res.Content) > 0 {
+		if t, ok := res.Content[0].(*mcp.TextContent); ok {
+			t.Text = note + t.Text
+			return
+		}
+	}
+	res.Content = append([]mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(note)}}, res.Content...)
+}

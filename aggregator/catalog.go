@@ -1,0 +1,168 @@
+package aggregator
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ServerTools is what the catalog needs to know of one tool server.
+type ServerTools struct {
+	Name   string // config name, used in blacklists and routing
+	Prefix string // namespace in exposed names; "" for bare names
+	Tools  []*mcp.Tool
+}
+
+// Entry is one exposed tool.
+type Entry struct {
+	Name   string    // exposed name
+	Server string    // config name of the server
+	Tool   string    // the server's own name for the tool
+	Def    *mcp.Tool // definition as listed to clients (Name = exposed name)
+	hash   string    // identifies Def and route, to skip re-registering an unchanged tool
+}
+
+// Catalog is an immutable index of every tool of every server. It is
+// rebuilt whenever a server's tool list changes; lookups are map reads.
+type Catalog struct {
+	sep      string
+	entries  []*Entry          // sorted by Name
+	byName   map[string]*Entry // exposed name → entry
+	prefixes map[string]string // prefix → server
+	// Conflicts lists tools that could not be exposed (a bare-name clash).
+	Conflicts []error
+}
+
+// BuildCatalog indexes the tools of servers. Names follow ExposedName; when
+// two tools still end up with one name, the one listed later (servers in
+// name order, tools in their server's order) gets the hashed form, except
+// that a server with bare names never displaces another: its clashing tool
+// is left out and reported in Conflicts.
+func BuildCatalog(servers []ServerTools, sep string, maxLen int) *Catalog {
+	c := &Catalog{sep: sep, byName: map[string]*Entry{}, prefixes: map[string]string{}}
+	servers = slices.Clone(servers)
+	// Prefixed servers first, so that bare names lose any clash.
+	slices.SortFunc(servers, func(a, b ServerTools) int {
+		if (a.Prefix == "") != (b.Prefix == "") {
+			if a.Prefix == "" {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	for _, s := range servers {
+		if s.Prefix != "" {
+			c.prefixes[s.Prefix] = s.Name
+		}
+		for _, t := range s.Tools {
+			if t == nil || t.Name == "" {
+				continue
+			}
+			name := ExposedName(s.Prefix, sep, t.Name, maxLen)
+			if prev, taken := c.byName[name]; taken {
+				if s.Prefix == "" {
+					c.Conflicts = append(c.Conflicts, fmt.Errorf("server %q: tool %q is not exposed: its bare name clashes with %q of server %q (set a prefix)", s.Name, t.Name, prev.Tool, prev.Server))
+					continue
+				}
+				raw := s.Prefix + sep + t.Name
+				name = hashedName(sanitize(raw), raw, limit(maxLen))
+				if _, taken := c.byName[name]; taken {
+					c.Conflicts = append(c.Conflicts, fmt.Errorf("server %q: tool %q is listed twice", s.Name, t.Name))
+					continue
+				}
+			}
+			e := &Entry{Name: name, Server: s.Name, Tool: t.Name, Def: exposedDef(t, name)}
+			e.hash = defHash(e.Def, s.Name, t.Name)
+			c.byName[name] = e
+			c.entries = append(c.entries, e)
+		}
+	}
+	slices.SortFunc(c.entries, func(a, b *Entry) int { return strings.Compare(a.Name, b.Name) })
+	return c
+}
+
+func limit(maxLen int) int {
+	if maxLen <= 0 {
+		return MaxNameLength
+	}
+	return maxLen
+}
+
+// Entries returns all entries sorted by exposed name. Callers must not
+// modify them.
+func (c *Catalog) Entries() []*Entry { return c.entries }
+
+// Lookup returns the entry with the exposed name.
+func (c *Catalog) Lookup(name string) (*Entry, bool) {
+	e, ok := c.byName[name]
+	return e, ok
+}
+
+// ServerForPrefix returns the server whose namespace is prefix.
+func (c *Catalog) ServerForPrefix(prefix string) (string, bool) {
+	s, ok := c.prefixes[prefix]
+	return s, ok
+}
+
+// exposedDef copies a downstream tool definition under its exposed name,
+// with an input schema the SDK accepts: it panics on anything but an
+// object schema, and downstream servers are not always that careful.
+func exposedDef(t *mcp.Tool, name string) *mcp.Tool {
+	d := *t
+	d.Name = name
+	d.InputSchema = normalizeInputSchema(t.InputSchema)
+	if d.OutputSchema != nil {
+		if _, err := json.Marshal(d.OutputSchema); err != nil {
+			d.OutputSchema = nil
+		}
+	}
+	return &d
+}
+
+// normalizeInputSchema returns schema if it is a JSON object schema, the
+// schema with "type": "object" added if it has none, and an empty object
+// schema otherwise (the downstream server still validates its arguments).
+func normalizeInputSchema(schema any) any {
+	var m map[string]any
+	switch s := schema.(type) {
+	case map[string]any:
+		m = s
+	case nil:
+		return map[string]any{"type": "object"}
+	default:
+		b, err := json.Marshal(s)
+		if err != nil || json.Unmarshal(b, &m) != nil || m == nil {
+			return map[string]any{"type": "object"}
+		}
+	}
+	switch m["type"] {
+	case "object":
+		return m
+	case nil:
+		m2 := make(map[string]any, len(m)+1)
+		for k, v := range m {
+			m2[k] = v
+		}
+		m2["type"] = "object"
+		return m2
+	}
+	return map[string]any{"type": "object"}
+}
+
+// defHash identifies a definition together with its route: a handler
+// captures the route, so a tool moving to another server must be
+// registered again even if its definition is the same.
+func defHash(t *mcp.Tool, server, tool string) string {
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(t); err != nil {
+		fmt.Fprint(h, err)
+	}
+	fmt.Fprintf(h, "\x00%s\x00%s", server, tool)
+	return string(h.Sum(nil))
+}

@@ -1,0 +1,191 @@
+package aggregator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// routeMiddleware intercepts tools/call for names the profile does not
+// list. The SDK would answer those with a JSON-RPC error before any handler
+// runs; instead they are blacklisted (an isError saying so) or resolved by
+// auto-correction.
+func (a *Aggregator) routeMiddleware(p *profile) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			r, ok := req.(*mcp.CallToolRequest)
+			if !ok || r.Params == nil {
+				return next(ctx, method, req)
+			}
+			v := p.view.Load()
+			if _, ok := v.visible[r.Params.Name]; ok {
+				return next(ctx, method, req)
+			}
+			return a.resolve(ctx, p, v, r), nil
+		}
+	}
+}
+
+// resolve answers a call to a name that is not in the profile's list.
+func (a *Aggregator) resolve(ctx context.Context, p *profile, v *view, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	name := req.Params.Name
+	if e := v.hidden[name]; e != nil {
+		return toolError("Tool '%s' (tool '%s' of server '%s') is disabled for this client by the tool blacklist and cannot be called. Use another tool.", name, e.Tool, e.Server)
+	}
+	server, known, tool, candidates := a.lookup(v, name)
+	switch len(candidates) {
+	case 1:
+		e := candidates[0]
+		a.log.Info("auto-corrected tool call", "session", sessionID(req.Session), "requested", name, "chosen", e.Name)
+		res := a.call(ctx, p, req, e)
+		prependNote(res, correctionNote(server, known, tool, e.Server, res.IsError))
+		return res
+	case 0:
+		if e := a.hiddenByTool(v, tool); e != nil {
+			return toolError("Tool '%s' (tool '%s' of server '%s') is disabled for this client by the tool blacklist and cannot be called. Use another tool.", name, e.Tool, e.Server)
+		}
+		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", name)
+		if near := closest(name, tool, v, 3); len(near) > 0 {
+			msg += " Closest existing tools: " + strings.Join(near, ", ") + "."
+		}
+		return toolError("%s", msg)
+	default:
+		names := make([]string, len(candidates))
+		for i, e := range candidates {
+			names[i] = e.Name
+		}
+		a.log.Info("ambiguous tool call", "session", sessionID(req.Session), "requested", name, "candidates", names)
+		return toolError("Tool '%s' not found as '%s', and several servers have a tool of that name: %s. Call one of these by its full name.", tool, name, strings.Join(names, ", "))
+	}
+}
+
+// correctionNote is the note put in front of an auto-corrected result; the
+// wording for an unknown server is the seed's, which agents already know.
+func correctionNote(server string, known bool, tool, chosen string, failed bool) string {
+	var what string
+	switch {
+	case server == "":
+		what = fmt.Sprintf("Tool '%s' was called without a server name", tool)
+	case known:
+		what = fmt.Sprintf("Server '%s' has no tool '%s'", server, tool)
+	default:
+		what = fmt.Sprintf("Server '%s' not found", server)
+	}
+	if failed {
+		return fmt.Sprintf("[Auto-corrected: %s, but tool '%s' was found only in server '%s', attempted auto-correction but still failed] ", what, tool, chosen)
+	}
+	return fmt.Sprintf("[Auto-corrected: %s, but tool '%s' was found only in server '%s', so automatically used '%s' instead] ", what, tool, chosen, chosen)
+}
+
+// lookup finds the visible tools a mistaken name may have meant. server is
+// the server part of the name (empty for a bare name), known whether it
+// names a server of the catalog, and tool the tool part looked up.
+func (a *Aggregator) lookup(v *view, name string) (server string, known bool, tool string, candidates []*Entry) {
+	sep := v.settings.Separator
+	if prefix, rest, ok := SplitName(name, sep, func(p string) bool { _, ok := v.cat.ServerForPrefix(p); return ok }); ok {
+		// A known server without that tool: look for it elsewhere.
+		owner, _ := v.cat.ServerForPrefix(prefix)
+		return prefix, true, rest, withoutServer(v.byTool[rest], owner)
+	}
+	if c := v.byTool[name]; len(c) > 0 {
+		return "", false, name, c
+	}
+	// An unknown server part: try the rest after each separator.
+	for i := strings.Index(name, sep); i > 0 && i+len(sep) < len(name); {
+		rest := name[i+len(sep):]
+		if c := v.byTool[rest]; len(c) > 0 {
+			return name[:i], false, rest, c
+		}
+		j := strings.Index(rest, sep)
+		if j < 0 {
+			break
+		}
+		i += len(sep) + j
+	}
+	if i := strings.Index(name, sep); i > 0 && i+len(sep) < len(name) {
+		return name[:i], false, name[i+len(sep):], nil
+	}
+	return "", false, name, nil
+}
+
+func withoutServer(entries []*Entry, server string) []*Entry {
+	return slices.DeleteFunc(slices.Clone(entries), func(e *Entry) bool { return e.Server == server })
+}
+
+// hiddenByTool returns a blacklisted entry with the server's tool name.
+func (a *Aggregator) hiddenByTool(v *view, tool string) *Entry {
+	for _, name := range sortedKeys(v.hidden) {
+		if e := v.hidden[name]; e.Tool == tool {
+			return e
+		}
+	}
+	return nil
+}
+
+// closest returns up to n visible names nearest to the requested name or
+// its tool part, by edit distance.
+func closest(name, tool string, v *view, n int) []string {
+	type scored struct {
+		name string
+		d    int
+	}
+	var all []scored
+	for exposed, e := range v.visible {
+		d := min(editDistance(name, exposed), editDistance(tool, e.Tool))
+		limit := max(2, len(tool)/2)
+		if d <= limit || strings.Contains(e.Tool, tool) || strings.Contains(tool, e.Tool) {
+			all = append(all, scored{exposed, d})
+		}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if a.d != b.d {
+			return a.d - b.d
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var out []string
+	for i := 0; i < len(all) && i < n; i++ {
+		out = append(out, all[i].name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	if len(a) > 256 || len(b) > 256 {
+		return max(len(a), len(b))
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func sessionID(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	if id := ss.ID(); id != "" {
+		return id
+	}
+	return "stdio"
+}

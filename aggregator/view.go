@@ -1,0 +1,68 @@
+package aggregator
+
+import (
+	"github.com/mcpmux/mcpmux/config"
+)
+
+// view is what one profile sees of the catalog: the tools it lists and may
+// call, the tools hidden from it by a blacklist, and an index by the
+// servers' own tool names for auto-correction. Views are immutable.
+type view struct {
+	profile  string
+	settings *config.Settings
+	cat      *Catalog
+	visible  map[string]*Entry   // exposed name → entry
+	hidden   map[string]*Entry   // blacklisted for this profile
+	byTool   map[string][]*Entry // server's tool name → visible entries
+	servers  map[string]bool     // servers of the profile; nil means all
+}
+
+// newView computes the view of profile name (DefaultProfile for the
+// unrestricted one) from the catalog and settings.
+func newView(name string, cat *Catalog, settings *config.Settings) *view {
+	v := &view{
+		profile:  name,
+		settings: settings,
+		cat:      cat,
+		visible:  map[string]*Entry{},
+		hidden:   map[string]*Entry{},
+		byTool:   map[string][]*Entry{},
+	}
+	blocked := pairSet(settings.ToolBlacklist)
+	if p := settings.Profiles[name]; p != nil {
+		if len(p.ToolConfig) > 0 {
+			v.servers = map[string]bool{}
+			for _, s := range p.ToolConfig {
+				v.servers[s] = true
+			}
+		}
+		for k := range pairSet(p.ToolBlacklist) {
+			blocked[k] = true
+		}
+	}
+	for _, e := range cat.Entries() {
+		if !v.hasServer(e.Server) {
+			continue
+		}
+		if blocked[[2]string{e.Server, e.Tool}] {
+			v.hidden[e.Name] = e
+			continue
+		}
+		v.visible[e.Name] = e
+		v.byTool[e.Tool] = append(v.byTool[e.Tool], e)
+	}
+	return v
+}
+
+// hasServer reports whether the profile includes the server.
+func (v *view) hasServer(server string) bool { return v.servers == nil || v.servers[server] }
+
+func pairSet(pairs [][]string) map[[2]string]bool {
+	m := make(map[[2]string]bool, len(pairs))
+	for _, p := range pairs {
+		if len(p) == 2 {
+			m[[2]string{p[0], p[1]}] = true
+		}
+	}
+	return m
+}

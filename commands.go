@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcpmux/mcpmux/upstream"
+)
+
+// checkCmd connects to every server once and reports what it found.
+func checkCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fs, "error")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	in, code := oneShot(&cf, stderr)
+	if in == nil {
+		return code
+	}
+	defer in.close(time.Second)
+
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tTRANSPORT\tDETAIL")
+	failed := 0
+	for _, st := range in.pool.Statuses() {
+		detail := ""
+		switch {
+		case st.Error != "":
+			detail = st.Error
+		case st.Session == "per-client":
+			detail = "one connection per client session"
+		}
+		if st.State != upstream.StateUp {
+			failed++
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", st.Name, st.State, st.Tools, st.Transport, oneLine(detail))
+	}
+	for _, s := range in.snap.Disabled {
+		fmt.Fprintf(w, "%s\tdisabled\t-\t-\tenabled: false in %s\n", s.Name, s.File)
+	}
+	w.Flush()
+	if len(in.snap.Errors) > 0 {
+		fmt.Fprintln(stdout, "\nInvalid config files (skipped):")
+		for _, fe := range in.snap.Errors {
+			fmt.Fprintf(stdout, "  %v\n", fe)
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d servers, %d not up, %d invalid files\n", len(in.pool.Statuses()), failed, len(in.snap.Errors))
+	if failed > 0 || len(in.snap.Errors) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// toolsCmd prints the merged catalog.
+func toolsCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fs, "error")
+	asJSON := fs.Bool("json", false, "print JSON: name, server, tool, description and schemas of each tool")
+	profile := fs.String("profile", "", "print the tools of this profile")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	in, code := oneShot(&cf, stderr)
+	if in == nil {
+		return code
+	}
+	defer in.close(time.Second)
+	entries, ok := in.agg.Tools(*profile)
+	if !ok {
+		fmt.Fprintf(stderr, "mcpmux tools: unknown profile %q (profiles: %s)\n", *profile, strings.Join(in.snap.Settings.ProfileNames(), ", "))
+		return 2
+	}
+	if *asJSON {
+		type tool struct {
+			Name         string `json:"name"`
+			Server       string `json:"server"`
+			Tool         string `json:"tool"`
+			Title        string `json:"title,omitempty"`
+			Description  string `json:"description,omitempty"`
+			InputSchema  any    `json:"inputSchema"`
+			OutputSchema any    `json:"outputSchema,omitempty"`
+		}
+		out := make([]tool, 0, len(entries))
+		for _, e := range entries {
+			out = append(out, tool{e.Name, e.Server, e.Tool, e.Def.Title, e.Def.Description, e.Def.InputSchema, e.Def.OutputSchema})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return 1
+		}
+		return 0
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, e := range entries {
+		fmt.Fprintf(w, "%s\t%s\n", e.Name, truncate(oneLine(e.Def.Description), 100))
+	}
+	w.Flush()
+	fmt.Fprintf(stderr, "%d tools from %d servers\n", len(entries), countServers(in))
+	return 0
+}
+
+// oneShot builds an instance and starts its servers, for check and tools.
+func oneShot(cf *commonFlags, stderr io.Writer) (*instance, int) {
+	log, err := cf.logger(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpmux:", err)
+		return nil, 2
+	}
+	in, err := newInstance(cf.configDir, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpmux:", err)
+		return nil, 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	in.startServers(ctx)
+	return in, 0
+}
+
+func countServers(in *instance) int {
+	n := 0
+	for _, st := range in.pool.Statuses() {
+		if st.Tools > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(s)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.TrimSpace(s[:n]) + "…"
+}
+
+// version is stamped by the release build: -ldflags "-X main.version=v1.2.3".
+var version string
+
+// buildVersion is the stamped version, or the module version when built
+// with go install, or "dev".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func versionCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	commit, modified, goVersion := "unknown", false, ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	if modified {
+		commit += "+dirty"
+	}
+	fmt.Fprintf(stdout, "mcpmux %s (commit %s, %s)\n", buildVersion(), commit, goVersion)
+	return 0
+}

@@ -1,0 +1,320 @@
+// Package config loads mcpmux's configuration directory: one YAML file per
+// tool server under tool/, in the format of MiroFlow's tool layer, and an
+// optional mcpmux.yaml with settings shared by all servers.
+//
+// Loading never fails as a whole because of one bad file: each file that
+// cannot be used is reported in [Snapshot.Errors] and left out.
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults used when a setting is absent.
+const (
+	DefaultSeparator      = "__"
+	DefaultTimeout        = 900 * time.Second
+	DefaultConnectTimeout = 60 * time.Second
+	DefaultIdleTimeout    = 10 * time.Minute
+)
+
+// Session modes of a server.
+const (
+	SessionShared    = "shared"     // one connection for all clients
+	SessionPerClient = "per-client" // one connection (child) per client session
+)
+
+// Transports of a url: server.
+const (
+	TransportStdio      = "stdio"
+	TransportStreamable = "http" // Streamable HTTP, falling back to SSE
+	TransportSSE        = "sse"  // legacy HTTP+SSE only
+)
+
+// Server is one tool server, read from one tool/*.yaml file. Field names
+// follow MiroFlow's tool configs; everything after Headers is an mcpmux
+// extension and optional.
+type Server struct {
+	Name           string                   `koanf:"name"`
+	Type           string                   `koanf:"type"` // "stdio", "http" (or "streamable-http"), "sse"; inferred when empty
+	Command        string                   `koanf:"tool_command"`
+	Args           []string                 `koanf:"args"`
+	Env            map[string]string        `koanf:"env"`
+	URL            string                   `koanf:"url"`
+	Headers        map[string]string        `koanf:"headers"`
+	Enabled        *bool                    `koanf:"enabled"` // nil means true
+	Prefix         *string                  `koanf:"prefix"`  // nil means Name; "" exposes bare tool names
+	Cwd            string                   `koanf:"cwd"`     // relative to the config directory; empty means mcpmux's own
+	Timeout        time.Duration            `koanf:"timeout"` // zero means Settings.Timeout
+	ToolTimeout    map[string]time.Duration `koanf:"tool_timeouts"`
+	Session        string                   `koanf:"session"`      // SessionShared or SessionPerClient
+	IdleTimeout    time.Duration            `koanf:"idle_timeout"` // per-client sessions
+	ConnectTimeout time.Duration            `koanf:"connect_timeout"`
+
+	// File is the path the server was read from; Hash identifies its
+	// content, so that an unchanged file can be recognised on reload.
+	File string `koanf:"-"`
+	Hash string `koanf:"-"`
+}
+
+// IsEnabled reports whether the server should run.
+func (s *Server) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }
+
+// NamePrefix is the namespace of the server's tools in exposed names.
+func (s *Server) NamePrefix() string {
+	if s.Prefix == nil {
+		return s.Name
+	}
+	return *s.Prefix
+}
+
+// IsRemote reports whether the server is reached by URL instead of a child
+// process.
+func (s *Server) IsRemote() bool { return s.URL != "" }
+
+// PerClient reports whether each client session gets its own connection.
+func (s *Server) PerClient() bool { return s.Session == SessionPerClient }
+
+// CallTimeout is the deadline for a call of tool, given the global default.
+func (s *Server) CallTimeout(tool string, global time.Duration) time.Duration {
+	if d, ok := s.ToolTimeout[tool]; ok && d > 0 {
+		return d
+	}
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	if global > 0 {
+		return global
+	}
+	return DefaultTimeout
+}
+
+var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// normalize fills defaults that depend on other fields.
+func (s *Server) normalize(stem string) {
+	if s.Name == "" {
+		s.Name = stem
+	}
+	switch s.Type {
+	case "streamable-http", "streamable_http", "streamableHttp":
+		s.Type = TransportStreamable
+	case "":
+		if s.URL != "" {
+			s.Type = TransportStreamable
+		} else {
+			s.Type = TransportStdio
+		}
+	}
+	if s.Session == "" {
+		// The seed keeps one browser session for the playwright server; we
+		// keep one per client, so that clients never share a page.
+		if s.Name == "playwright" {
+			s.Session = SessionPerClient
+		} else {
+			s.Session = SessionShared
+		}
+	}
+	if s.IdleTimeout == 0 {
+		s.IdleTimeout = DefaultIdleTimeout
+	}
+}
+
+// Validate reports the first problem that makes the server unusable.
+func (s *Server) Validate() error {
+	if !serverNameRE.MatchString(s.Name) {
+		return fieldErr("name", fmt.Errorf("%q is not a valid server name (letters, digits, '_', '.', '-')", s.Name))
+	}
+	switch s.Type {
+	case TransportStdio:
+		if s.Command == "" {
+			return fieldErr("tool_command", fmt.Errorf("missing: set tool_command (a program to run) or url"))
+		}
+		if s.URL != "" {
+			return fieldErr("url", fmt.Errorf("set either tool_command or url, not both"))
+		}
+	case TransportStreamable, TransportSSE:
+		if s.URL == "" {
+			return fieldErr("url", fmt.Errorf("missing: type %q needs a url", s.Type))
+		}
+		if s.Command != "" {
+			return fieldErr("tool_command", fmt.Errorf("set either tool_command or url, not both"))
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fieldErr("url", fmt.Errorf("%q is not an http(s) URL", s.URL))
+		}
+	default:
+		return fieldErr("type", fmt.Errorf("unknown type %q (stdio, http, sse)", s.Type))
+	}
+	if s.Session != SessionShared && s.Session != SessionPerClient {
+		return fieldErr("session", fmt.Errorf("unknown session mode %q (shared, per-client)", s.Session))
+	}
+	if p := s.NamePrefix(); p != "" && !serverNameRE.MatchString(p) {
+		return fieldErr("prefix", fmt.Errorf("%q is not a valid prefix (letters, digits, '_', '.', '-')", p))
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"timeout", s.Timeout}, {"idle_timeout", s.IdleTimeout}, {"connect_timeout", s.ConnectTimeout}} {
+		if d.v < 0 {
+			return fieldErr(d.field, fmt.Errorf("must not be negative"))
+		}
+	}
+	return nil
+}
+
+// Settings is the content of mcpmux.yaml.
+type Settings struct {
+	Separator      string        `koanf:"separator"`
+	Timeout        time.Duration `koanf:"timeout"`
+	ConnectTimeout time.Duration `koanf:"connect_timeout"`
+	// ToolBlacklist holds [server, tool] pairs hidden from every profile.
+	ToolBlacklist [][]string          `koanf:"tool_blacklist"`
+	Profiles      map[string]*Profile `koanf:"profiles"`
+
+	File string `koanf:"-"`
+	Hash string `koanf:"-"`
+}
+
+// Profile is a named view of the pool for one kind of agent, as MiroFlow's
+// per-agent tool_config and tool_blacklist.
+type Profile struct {
+	// ToolConfig lists the servers the profile sees; empty means all.
+	ToolConfig    []string   `koanf:"tool_config"`
+	ToolBlacklist [][]string `koanf:"tool_blacklist"`
+}
+
+// DefaultSettings returns the settings used when mcpmux.yaml is absent.
+func DefaultSettings() *Settings {
+	s := &Settings{}
+	s.normalize()
+	return s
+}
+
+func (s *Settings) normalize() {
+	if s.Separator == "" {
+		s.Separator = DefaultSeparator
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.ConnectTimeout == 0 {
+		s.ConnectTimeout = DefaultConnectTimeout
+	}
+}
+
+var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// Validate reports the first problem that makes the settings unusable.
+func (s *Settings) Validate() error {
+	if !regexp.MustCompile(`^[A-Za-z0-9_-]{1,8}$`).MatchString(s.Separator) {
+		return fieldErr("separator", fmt.Errorf("%q must be 1-8 characters from [A-Za-z0-9_-], so exposed names stay valid for clients", s.Separator))
+	}
+	if s.Timeout < 0 || s.ConnectTimeout < 0 {
+		return fieldErr("timeout", fmt.Errorf("must not be negative"))
+	}
+	if err := validatePairs(s.ToolBlacklist); err != nil {
+		return fieldErr("tool_blacklist", err)
+	}
+	for name, p := range s.Profiles {
+		if !profileNameRE.MatchString(name) {
+			return fieldErr("profiles", fmt.Errorf("%q is not a valid profile name (it is used in the URL path /mcp/{profile})", name))
+		}
+		if p == nil {
+			return fieldErr("profiles."+name, fmt.Errorf("empty profile"))
+		}
+		if err := validatePairs(p.ToolBlacklist); err != nil {
+			return fieldErr("profiles."+name+".tool_blacklist", err)
+		}
+	}
+	return nil
+}
+
+func validatePairs(pairs [][]string) error {
+	for i, p := range pairs {
+		if len(p) != 2 || p[0] == "" || p[1] == "" {
+			return fmt.Errorf("entry %d is %q: want a [server, tool] pair", i, p)
+		}
+	}
+	return nil
+}
+
+// ProfileNames returns the configured profile names, sorted.
+func (s *Settings) ProfileNames() []string {
+	names := make([]string, 0, len(s.Profiles))
+	for n := range s.Profiles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// FieldError is a problem with one field of a config file.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %v", e.Field, e.Err) }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldErr(field string, err error) error { return &FieldError{Field: field, Err: err} }
+
+// FileError is a config file that could not be used, and why.
+type FileError struct {
+	File string
+	Line int // 0 when unknown
+	Err  error
+}
+
+func (e *FileError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.File, e.Err)
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// Snapshot is one complete reading of a config directory.
+type Snapshot struct {
+	Dir      string
+	Settings *Settings
+	// Servers are the valid, enabled servers, sorted by name.
+	Servers []*Server
+	// Disabled are valid servers with enabled: false.
+	Disabled []*Server
+	// Errors are the files that could not be used, sorted by file.
+	Errors []*FileError
+}
+
+// Server returns the server with the given name, or nil.
+func (s *Snapshot) Server(name string) *Server {
+	for _, srv := range s.Servers {
+		if srv.Name == name {
+			return srv
+		}
+	}
+	return nil
+}
+
+// ErrorFor returns the load error of file, or nil.
+func (s *Snapshot) ErrorFor(file string) *FileError {
+	for _, e := range s.Errors {
+		if e.File == file {
+			return e
+		}
+	}
+	return nil
+}
+
+func stem(file string) string {
+	base := file[strings.LastIndexByte(file, '/')+1:]
+	return strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+}

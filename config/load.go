@@ -1,0 +1,369 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+)
+
+// SettingsFile is the name of the optional settings file in the config dir.
+const SettingsFile = "mcpmux.yaml"
+
+// ToolDir is the subdirectory holding one file per tool server.
+const ToolDir = "tool"
+
+// Options control loading. The zero value reads the process environment.
+type Options struct {
+	// Lookup resolves ${...} references; nil means os.LookupEnv.
+	Lookup LookupFunc
+}
+
+// Load reads the config directory dir. It fails only when dir itself cannot
+// be read; problems with single files are reported in Snapshot.Errors.
+func Load(dir string, opts *Options) (*Snapshot, error) {
+	lookup := os.LookupEnv
+	if opts != nil && opts.Lookup != nil {
+		lookup = opts.Lookup
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading config directory: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("reading config directory: %s is not a directory", dir)
+	}
+	snap := &Snapshot{Dir: dir, Settings: DefaultSettings()}
+
+	if path, data, err := readSettingsFile(dir); err != nil {
+		snap.Errors = append(snap.Errors, &FileError{File: path, Err: err})
+	} else if data != nil {
+		s, ferr := ParseSettings(path, data, lookup)
+		if ferr != nil {
+			snap.Errors = append(snap.Errors, ferr)
+		} else {
+			snap.Settings = s
+		}
+	}
+
+	files, err := toolFiles(filepath.Join(dir, ToolDir))
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*Server{}
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			snap.Errors = append(snap.Errors, &FileError{File: path, Err: err})
+			continue
+		}
+		srv, ferr := ParseServer(path, data, lookup)
+		if ferr != nil {
+			snap.Errors = append(snap.Errors, ferr)
+			continue
+		}
+		if prev, dup := byName[srv.Name]; dup {
+			snap.Errors = append(snap.Errors, &FileError{File: path, Line: lineOfKey(data, "name"),
+				Err: fmt.Errorf("name: server %q is already defined in %s", srv.Name, prev.File)})
+			continue
+		}
+		byName[srv.Name] = srv
+		if srv.Cwd != "" && !filepath.IsAbs(srv.Cwd) {
+			srv.Cwd = filepath.Join(dir, srv.Cwd)
+		}
+		if srv.IsEnabled() {
+			snap.Servers = append(snap.Servers, srv)
+		} else {
+			snap.Disabled = append(snap.Disabled, srv)
+		}
+	}
+	slices.SortFunc(snap.Servers, func(a, b *Server) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(snap.Errors, func(a, b *FileError) int { return strings.Compare(a.File, b.File) })
+	return snap, nil
+}
+
+func readSettingsFile(dir string) (string, []byte, error) {
+	for _, name := range []string{SettingsFile, "mcpmux.yml"} {
+		path := filepath.Join(dir, name)
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		return path, data, err
+	}
+	return "", nil, nil
+}
+
+// toolFiles lists the *.yaml and *.yml files of dir, sorted. Hidden files
+// (editor swap files, Kubernetes' ..data) are skipped; a missing dir is empty.
+func toolFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading tool directory: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !IsConfigFile(name) {
+			continue
+		}
+		if e.IsDir() {
+			continue
+		}
+		files = append(files, filepath.Join(dir, name))
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// IsConfigFile reports whether a file name is one mcpmux reads.
+func IsConfigFile(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
+}
+
+// ParseServer decodes one tool server file. path is used for messages and
+// for the default name (the file's stem).
+func ParseServer(path string, data []byte, lookup LookupFunc) (*Server, *FileError) {
+	var s Server
+	if ferr := decode(path, data, lookup, &s); ferr != nil {
+		return nil, ferr
+	}
+	s.normalize(stem(path))
+	if err := s.Validate(); err != nil {
+		return nil, newFileError(path, data, err)
+	}
+	s.Hash = hashOf(&s)
+	s.File = path
+	return &s, nil
+}
+
+// ParseSettings decodes mcpmux.yaml.
+func ParseSettings(path string, data []byte, lookup LookupFunc) (*Settings, *FileError) {
+	var s Settings
+	if ferr := decode(path, data, lookup, &s); ferr != nil {
+		return nil, ferr
+	}
+	s.normalize()
+	if err := s.Validate(); err != nil {
+		return nil, newFileError(path, data, err)
+	}
+	s.Hash = hashOf(&s)
+	s.File = path
+	return &s, nil
+}
+
+// hashOf identifies a decoded value, so that edits that change nothing (a
+// comment, reordered keys) are recognised as no change.
+func hashOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // config types are always marshalable
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// delim is koanf's key-path delimiter. Environment variable and tool names
+// may contain dots, so use a byte that cannot appear in YAML keys we accept.
+const delim = "\x00"
+
+// decode parses YAML with koanf, expands ${...} in every string value, and
+// decodes strictly into out: unknown keys and wrong types are errors.
+func decode(path string, data []byte, lookup LookupFunc, out any) *FileError {
+	k := koanf.New(delim)
+	if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
+		return &FileError{File: path, Line: yamlErrorLine(err), Err: fmt.Errorf("invalid YAML: %v", trimYAMLError(err))}
+	}
+	for key, v := range k.All() {
+		expanded, err := expandAll(v, lookup)
+		if err != nil {
+			field := strings.ReplaceAll(key, delim, ".")
+			return &FileError{File: path, Line: lineOfPath(data, strings.Split(key, delim)), Err: fmt.Errorf("%s: %v", field, err)}
+		}
+		if err := k.Set(key, expanded); err != nil {
+			return &FileError{File: path, Err: err}
+		}
+	}
+	err := k.UnmarshalWithConf("", out, koanf.UnmarshalConf{
+		Tag: "koanf",
+		DecoderConfig: &mapstructure.DecoderConfig{
+			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, scalarToStringHook),
+			ErrorUnused: true,
+		},
+	})
+	if err != nil {
+		return decodeError(path, data, err)
+	}
+	return nil
+}
+
+// expandAll expands references in every string inside v.
+func expandAll(v any, lookup LookupFunc) (any, error) {
+	switch v := v.(type) {
+	case string:
+		return Expand(v, lookup)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			x, err := expandAll(e, lookup)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			out[i] = x
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for key, e := range v {
+			x, err := expandAll(e, lookup)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			out[key] = x
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// durationHook accepts "90s", "15m" and plain numbers of seconds.
+func durationHook(from, to reflect.Type, data any) (any, error) {
+	if to != durationType {
+		return data, nil
+	}
+	switch v := data.(type) {
+	case string:
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			return time.Duration(n * float64(time.Second)), nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a duration (e.g. 30s, 15m, 1h)", v)
+		}
+		return d, nil
+	case int:
+		return time.Duration(v) * time.Second, nil
+	case int64:
+		return time.Duration(v) * time.Second, nil
+	case uint64:
+		return time.Duration(v) * time.Second, nil
+	case float64:
+		return time.Duration(v * float64(time.Second)), nil
+	}
+	return data, nil
+}
+
+// scalarToStringHook lets unquoted YAML scalars stand for strings, as in
+// `DEFAULT_TIMEOUT: 1800` or `REMOVE_SNIPPETS: false` under env.
+func scalarToStringHook(from, to reflect.Type, data any) (any, error) {
+	if to.Kind() != reflect.String {
+		return data, nil
+	}
+	switch v := data.(type) {
+	case bool:
+		return strconv.FormatBool(v), nil
+	case int:
+		return strconv.Itoa(v), nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case uint64:
+		return strconv.FormatUint(v, 10), nil
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	}
+	return data, nil
+}
+
+var (
+	invalidKeysRE  = regexp.MustCompile(`'([^']*)' has invalid keys: ([^\n]+)`)
+	leadingFieldRE = regexp.MustCompile(`^'([^']+)' (.*)$`)
+	yamlLineRE     = regexp.MustCompile(`line (\d+)`)
+)
+
+// decodeError turns a mapstructure error into a FileError that names the
+// field and, where it can be found, its line.
+func decodeError(path string, data []byte, err error) *FileError {
+	msg := err.Error()
+	if m := invalidKeysRE.FindStringSubmatch(msg); m != nil {
+		keys := strings.Split(m[2], ", ")
+		fieldPath := splitFieldPath(m[1])
+		line := lineOfPath(data, append(fieldPath, keys[0]))
+		where := "top level"
+		if m[1] != "" {
+			where = m[1]
+		}
+		return &FileError{File: path, Line: line, Err: fmt.Errorf("unknown field %s at %s", strings.Join(quoteAll(keys), ", "), where)}
+	}
+	// Keep mapstructure's text, without its "decoding failed" preamble.
+	detail := msg
+	if i := strings.LastIndex(msg, "\n"); i >= 0 {
+		detail = strings.TrimSpace(msg[i+1:])
+	}
+	detail = strings.TrimPrefix(detail, "* ")
+	line := 0
+	if m := leadingFieldRE.FindStringSubmatch(detail); m != nil {
+		line = lineOfPath(data, splitFieldPath(m[1]))
+		detail = m[1] + ": " + m[2]
+	}
+	return &FileError{File: path, Line: line, Err: errors.New(detail)}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// splitFieldPath turns mapstructure's "profiles[a].tool_config[0]" into
+// the key path ["profiles", "a", "tool_config", "0"].
+func splitFieldPath(p string) []string {
+	if p == "" {
+		return nil
+	}
+	p = strings.NewReplacer("[", ".", "]", "").Replace(p)
+	return strings.Split(p, ".")
+}
+
+func newFileError(path string, data []byte, err error) *FileError {
+	var fe *FieldError
+	line := 0
+	if errors.As(err, &fe) {
+		line = lineOfPath(data, strings.Split(fe.Field, "."))
+	}
+	return &FileError{File: path, Line: line, Err: err}
+}
+
+func yamlErrorLine(err error) int {
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+func trimYAMLError(err error) string {
+	s := strings.TrimPrefix(err.Error(), "yaml: ")
+	return yamlLineRE.ReplaceAllString(strings.TrimPrefix(s, "unmarshal errors:\n  "), "line $1")
+}

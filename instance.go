@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/aggregator"
+	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/upstream"
+)
+
+// instance is one running mcpmux: its configuration, pool and aggregator.
+// The serve, check and tools commands all build one.
+type instance struct {
+	log  *slog.Logger
+	snap *config.Snapshot
+	pool *upstream.Pool
+	agg  *aggregator.Aggregator
+}
+
+// newInstance loads the config directory and builds the pool and the
+// aggregator; no server is started yet. Only an unreadable directory is an
+// error: bad files are logged and skipped.
+func newInstance(dir string, log *slog.Logger) (*instance, error) {
+	snap, err := config.Load(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, fe := range snap.Errors {
+		log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)
+	}
+	in := &instance{log: log, snap: snap}
+	in.pool = upstream.NewPool(&upstream.Options{
+		Logger:         log,
+		ClientInfo:     &mcp.Implementation{Name: "mcpmux", Version: buildVersion()},
+		ConnectTimeout: snap.Settings.ConnectTimeout,
+		OnToolsChanged: func(string) { in.agg.Sync() },
+	})
+	in.agg = aggregator.New(&aggregator.Options{
+		Pool:     in.pool,
+		Settings: snap.Settings,
+		Logger:   log,
+		Version:  buildVersion(),
+	})
+	return in, nil
+}
+
+// startServers starts every configured server in parallel, waits for each
+// one's first connection attempt, and publishes the catalog.
+func (in *instance) startServers(ctx context.Context) {
+	start := time.Now()
+	ch := in.pool.Apply(ctx, in.snap.Servers, in.snap.Settings.Timeout)
+	in.agg.Sync()
+	in.agg.MarkReady()
+	up := 0
+	for _, st := range in.pool.Statuses() {
+		if st.State == upstream.StateUp {
+			up++
+		}
+	}
+	tools, _ := in.agg.Tools(aggregator.DefaultProfile)
+	in.log.Info("servers started", "up", up, "configured", len(ch.Added), "tools", len(tools), "elapsed", time.Since(start).Round(time.Millisecond))
+}
+
+// close stops every server, giving running calls up to grace to finish.
+func (in *instance) close(grace time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
+	defer cancel()
+	in.pool.Close(ctx, grace)
+}

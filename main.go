@@ -1,0 +1,117 @@
+// Command mcpmux is an MCP aggregator: it serves the tools of many MCP tool
+// servers, configured one YAML file each, as one namespaced catalog over
+// stdio or Streamable HTTP.
+//
+// Usage:
+//
+//	mcpmux [--config DIR] [--profile NAME]        serve over stdio
+//	mcpmux --http ADDR [--config DIR]             serve Streamable HTTP at /mcp, /mcp/{profile}
+//	mcpmux check [--config DIR]                   connect to every server and report
+//	mcpmux tools [--config DIR] [--json]          print the merged catalog
+//	mcpmux version
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// commands maps subcommand names to their implementations.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"serve":   serveCmd,
+	"check":   checkCmd,
+	"tools":   toolsCmd,
+	"version": versionCmd,
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if args[0] == "help" {
+			usage(stdout)
+			return 0
+		}
+		cmd, ok := commands[args[0]]
+		if !ok {
+			fmt.Fprintf(stderr, "mcpmux: unknown command %q\n\n", args[0])
+			usage(stderr)
+			return 2
+		}
+		return cmd(args[1:], stdout, stderr)
+	}
+	return serveCmd(args, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `mcpmux: one MCP server for many tool servers
+
+Usage:
+  mcpmux [--config DIR] [--profile NAME]      serve over stdio
+  mcpmux --http ADDR [--config DIR]           serve Streamable HTTP at /mcp and /mcp/{profile}
+  mcpmux check [--config DIR]                 connect to every server and report its status
+  mcpmux tools [--config DIR] [--json]        print the merged tool catalog
+  mcpmux version                              print the version
+
+DIR holds tool/*.yaml (one tool server each) and an optional mcpmux.yaml;
+it defaults to $MCPMUX_CONFIG, or ./config. Run "mcpmux <command> -h" for
+the flags of a command.
+`)
+}
+
+// commonFlags are the flags every command takes.
+type commonFlags struct {
+	configDir string
+	logLevel  string
+	logFormat string
+}
+
+func (c *commonFlags) register(fs *flag.FlagSet, defaultLevel string) {
+	dir := os.Getenv("MCPMUX_CONFIG")
+	if dir == "" {
+		dir = "config"
+	}
+	fs.StringVar(&c.configDir, "config", dir, "config directory (tool/*.yaml and mcpmux.yaml)")
+	fs.StringVar(&c.logLevel, "log-level", defaultLevel, "log level: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+}
+
+// logger builds the slog logger: always to stderr, as stdout carries the
+// stdio protocol.
+func (c *commonFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", c.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", c.logFormat)
+}
+
+// parseFlags parses args, printing errors the usual way; ok is false when
+// the command should exit with code.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "mcpmux %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return 2, false
+	}
+	return 0, true
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcpmux/mcpmux/aggregator"
+)
+
+func serveCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fs, "info")
+	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (host:port) instead of stdio")
+	profile := fs.String("profile", "", "stdio mode: serve this profile instead of all tools")
+	token := fs.String("token", os.Getenv("MCPMUX_TOKEN"), "HTTP: bearer token clients must send ($MCPMUX_TOKEN); required for a non-loopback address")
+	grace := fs.Duration("shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	log, err := cf.logger(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpmux:", err)
+		return 2
+	}
+	in, err := newInstance(cf.configDir, log)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	if *httpAddr != "" {
+		return serveHTTP(ctx, in, *httpAddr, *token, *grace)
+	}
+	if in.agg.Server(*profile) == nil {
+		log.Error("unknown profile", "profile", *profile, "profiles", in.snap.Settings.ProfileNames())
+		return 2
+	}
+	go in.startServers(ctx)
+	log.Info("serving MCP on stdio", "config", cf.configDir, "profile", *profile)
+	err = in.agg.RunStdio(ctx, *profile)
+	stop()
+	log.Info("shutting down")
+	in.close(*grace)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		log.Error("stdio session ended with an error", "error", err)
+		return 1
+	}
+	return 0
+}
+
+func serveHTTP(ctx context.Context, in *instance, addr, token string, grace time.Duration) int {
+	log := in.log
+	if token == "" && !isLoopback(addr) {
+		log.Error("refusing to serve on a non-loopback address without a token: set --token or MCPMUX_TOKEN, or bind to 127.0.0.1", "addr", addr)
+		return 2
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Error("cannot listen", "addr", addr, "error", err)
+		return 1
+	}
+	srv := &http.Server{
+		Handler:           in.agg.HTTPHandler(&aggregator.HTTPOptions{Token: token}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go in.startServers(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "profiles", in.snap.Settings.ProfileNames(), "auth", token != "")
+
+	code := 0
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		log.Error("HTTP server stopped", "error", err)
+		code = 1
+	}
+	log.Info("shutting down")
+	// Stop accepting, let running calls finish (up to grace), then close
+	// everything, including streams that would keep Shutdown waiting.
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	go func() { _ = srv.Shutdown(sctx) }()
+	in.close(grace)
+	_ = srv.Close()
+	return code
+}
+
+// isLoopback reports whether a listen address binds to loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

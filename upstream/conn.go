@@ -1,0 +1,356 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
+)
+
+// downstreamProtocol is the protocol version offered to tool servers.
+//
+// 2025-11-25 is what almost every server speaks today, so offering it first
+// saves the failed server/discover round trip of newer versions on every
+// connect; it also keeps the session stateful, with keepalive pings and
+// list_changed notifications that need no subscription (see DESIGN §6).
+const downstreamProtocol = "2025-11-25"
+
+const (
+	keepAliveInterval  = 30 * time.Second
+	keepAliveFailures  = 3
+	terminateGrace     = 2 * time.Second // after closing stdin, before SIGTERM
+	killGrace          = 3 * time.Second // after SIGTERM, before SIGKILL
+	maxToolPages       = 100
+	maxToolsPerServer  = 10000
+	refreshListTimeout = 30 * time.Second
+)
+
+// conn is one MCP client session with a tool server: a child process or an
+// HTTP session.
+type conn struct {
+	srv     *Server
+	cs      *mcp.ClientSession
+	pid     int // process group of a stdio child; 0 for remote servers
+	started time.Time
+	task    string // task id the connection was opened for (per-client)
+
+	refresh chan struct{} // tools/list_changed seen; capacity 1, coalescing
+	done    chan struct{} // closed when the session has ended (see watch)
+	waitErr error         // why it ended; set before done is closed
+
+	mu       sync.Mutex
+	inflight int
+	drained  chan struct{} // closed when draining and inflight reaches 0
+	draining bool
+	closed   bool
+	lastUse  time.Time
+	idle     *time.Timer // per-client connections only
+}
+
+// dial connects to the server described by srv.cfg, under the connect
+// timeout. task, when set, is put into a child's environment as TASK_ID.
+func (srv *Server) dial(ctx context.Context, task string) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, srv.connectTimeout())
+	defer cancel()
+	c := &conn{srv: srv, started: time.Now(), task: task, refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
+	client := mcp.NewClient(srv.opts.ClientInfo, &mcp.ClientOptions{
+		// No roots, sampling or elicitation are advertised: mcpmux does not
+		// answer them for the client, so a server must not rely on them.
+		Capabilities:              &mcp.ClientCapabilities{},
+		ToolListChangedHandler:    func(context.Context, *mcp.ToolListChangedRequest) { c.signalRefresh() },
+		LoggingMessageHandler:     srv.logDownstream,
+		KeepAlive:                 keepAliveInterval,
+		KeepAliveFailureThreshold: keepAliveFailures,
+		Logger:                    srv.log.With("component", "mcp-client"),
+	})
+	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocol}
+
+	if f := srv.opts.Transport; f != nil {
+		if t := f(srv.cfg); t != nil {
+			cs, err := client.Connect(ctx, t, sessOpts)
+			if err != nil {
+				return nil, fmt.Errorf("connecting: %w", err)
+			}
+			c.cs = cs
+			return c, nil
+		}
+	}
+	if srv.cfg.IsRemote() {
+		cs, err := srv.dialRemote(ctx, client, sessOpts)
+		if err != nil {
+			return nil, err
+		}
+		c.cs = cs
+		return c, nil
+	}
+
+	cmd, err := srv.command(task)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, sessOpts)
+	if cmd.Process != nil {
+		c.pid = cmd.Process.Pid
+	}
+	if err != nil {
+		// Connect closes the session on most failures, but not when the
+		// child never answered: make sure nothing of it survives.
+		killGroup(c.pid, 0)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no answer to initialize within %v (is it an MCP server on stdio? a program that prints to stdout before speaking MCP cannot be used): %w", srv.connectTimeout(), err)
+		}
+		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
+	}
+	c.cs = cs
+	return c, nil
+}
+
+// dialRemote connects over Streamable HTTP and falls back to legacy SSE when
+// the server does not speak it (as the MCP spec's compatibility notes say).
+func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+	hc := &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers}}
+	sse := func() (*mcp.ClientSession, error) {
+		return client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc}, opts)
+	}
+	if srv.cfg.Type == config.TransportSSE || srv.useSSE.Load() {
+		cs, err := sse()
+		if err != nil {
+			return nil, fmt.Errorf("connecting to %s (SSE): %w", srv.cfg.URL, err)
+		}
+		return cs, nil
+	}
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2}, opts)
+	if err == nil {
+		return cs, nil
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("connecting to %s: no answer within %v: %w", srv.cfg.URL, srv.connectTimeout(), err)
+	}
+	cs, sseErr := sse()
+	if sseErr != nil {
+		return nil, fmt.Errorf("connecting to %s: Streamable HTTP: %v; legacy SSE: %v", srv.cfg.URL, err, sseErr)
+	}
+	srv.log.Info("server speaks legacy SSE only; using it", "url", srv.cfg.URL)
+	srv.useSSE.Store(true)
+	return cs, nil
+}
+
+// headerTransport adds the configured headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(req)
+}
+
+// command builds the child process of a stdio server.
+func (srv *Server) command(task string) (*exec.Cmd, error) {
+	path, err := resolveCommand(srv.cfg.Command, srv.opts.Self)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, srv.cfg.Args...)
+	cmd.Dir = srv.cfg.Cwd
+	cmd.Env = childEnv(os.Environ(), srv.cfg.Env, task)
+	cmd.Stderr = newLineLogger(srv.log, "stderr")
+	// Own process group, so that shutdown reaches an npx wrapper's child
+	// too; and die with us if we are killed without a chance to clean up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A grandchild holding stderr open must not block Wait forever.
+	cmd.WaitDelay = killGrace
+	return cmd, nil
+}
+
+// resolveCommand applies the two aliases of the config format: "mcpmux" is
+// this binary, and "python" is python3 on machines that have no python.
+func resolveCommand(name, self string) (string, error) {
+	switch name {
+	case "mcpmux":
+		if self != "" {
+			return self, nil
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("finding the mcpmux binary: %w", err)
+		}
+		return exe, nil
+	case "python":
+		if _, err := exec.LookPath("python"); err != nil {
+			if p, err3 := exec.LookPath("python3"); err3 == nil {
+				return p, nil
+			}
+		}
+	}
+	if strings.ContainsRune(name, '/') {
+		return name, nil
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("command %q not found on PATH", name)
+	}
+	return p, nil
+}
+
+// childEnv is our environment without mcpmux's own settings (its token
+// must not leak into every tool server), plus the server's env and TASK_ID.
+func childEnv(base []string, extra map[string]string, task string) []string {
+	env := make([]string, 0, len(base)+len(extra)+1)
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "MCPMUX_") {
+			continue
+		}
+		if _, override := extra[k]; override {
+			continue
+		}
+		if task != "" && k == "TASK_ID" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	if task != "" {
+		env = append(env, "TASK_ID="+task)
+	}
+	return env
+}
+
+// watch starts waiting for the end of the session; c.done is closed then.
+func (c *conn) watch() {
+	go func() {
+		c.waitErr = c.cs.Wait()
+		close(c.done)
+	}()
+}
+
+func (c *conn) signalRefresh() {
+	select {
+	case c.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// acquire registers a call on c; it fails once c is draining.
+func (c *conn) acquire() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draining || c.closed {
+		return false
+	}
+	c.inflight++
+	c.lastUse = time.Now()
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	return true
+}
+
+// release ends a call registered by acquire.
+func (c *conn) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight--
+	c.lastUse = time.Now()
+	if c.inflight == 0 {
+		if c.draining && c.drained != nil {
+			close(c.drained)
+			c.drained = nil
+		}
+		if c.idle != nil && !c.draining {
+			c.idle.Reset(c.srv.cfg.IdleTimeout)
+		}
+	}
+}
+
+// drain stops new calls and waits up to timeout for running ones to end.
+func (c *conn) drain(ctx context.Context, timeout time.Duration) {
+	c.mu.Lock()
+	c.draining = true
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	if c.inflight == 0 {
+		c.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	c.drained = ch
+	n := c.inflight
+	c.mu.Unlock()
+	c.srv.log.Info("waiting for running calls before closing", "calls", n, "limit", timeout)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+		c.srv.log.Warn("running calls did not finish in time; closing anyway", "limit", timeout)
+	case <-ctx.Done():
+	}
+}
+
+// close ends the session and makes sure the child's whole process group is
+// gone: closing stdin first (the polite way the MCP spec describes), then
+// SIGTERM, then SIGKILL.
+func (c *conn) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.draining = true
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	c.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		_ = c.cs.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(terminateGrace + killGrace):
+	}
+	killGroup(c.pid, killGrace)
+}
+
+// killGroup terminates the process group pgid: SIGTERM, then SIGKILL if
+// anything is left after grace. It returns when the group is gone or
+// SIGKILL was sent.
+func killGroup(pgid int, grace time.Duration) {
+	if pgid <= 0 {
+		return
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
+		return
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}

@@ -1,0 +1,61 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// UnavailableError is returned for a call to a server that is not running.
+type UnavailableError struct {
+	Server string
+	Err    error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("server %q is not available: %v", e.Server, e.Err)
+}
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// LostError is returned for a call whose connection ended before it was
+// answered: the server exited, crashed or lost the session.
+type LostError struct {
+	Server string
+	Err    error
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("server %q stopped answering during the call: %v", e.Server, e.Err)
+}
+func (e *LostError) Unwrap() error { return e.Err }
+
+// RPCError is a JSON-RPC error answer of a server, for instance an unknown
+// tool or invalid parameters.
+type RPCError struct {
+	Server  string
+	Code    int64
+	Message string
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("server %q answered with error %d: %s", e.Server, e.Code, e.Message)
+}
+
+// logDownstream logs a server's notifications/message.
+func (s *Server) logDownstream(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	p := req.Params
+	level := slog.LevelInfo
+	switch p.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "notice", "info":
+		level = slog.LevelInfo
+	case "warning":
+		level = slog.LevelWarn
+	case "error", "critical", "alert", "emergency":
+		level = slog.LevelError
+	}
+	s.log.Log(ctx, level, "server log message", "logger", p.Logger, "data", p.Data)
+}

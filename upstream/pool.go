@@ -1,0 +1,175 @@
+package upstream
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpmux/mcpmux/config"
+)
+
+// Pool holds the servers of the current configuration.
+type Pool struct {
+	opts Options
+
+	applyMu sync.Mutex // one Apply at a time
+	mu      sync.RWMutex
+	servers map[string]*Server
+	closed  bool
+
+	// Servers replaced or removed by Apply stop in the background while
+	// their running calls finish; Close cuts that short.
+	retiring    sync.WaitGroup
+	retireCtx   context.Context
+	stopRetired context.CancelFunc
+}
+
+// NewPool returns an empty pool; Apply fills it.
+func NewPool(opts *Options) *Pool {
+	p := &Pool{servers: map[string]*Server{}}
+	if opts != nil {
+		p.opts = *opts
+	}
+	p.retireCtx, p.stopRetired = context.WithCancel(context.Background())
+	return p
+}
+
+// Get returns the server with the config name, or nil.
+func (p *Pool) Get(name string) *Server {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.servers[name]
+}
+
+// Servers returns the servers sorted by name.
+func (p *Pool) Servers() []*Server {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := slices.Collect(maps.Values(p.servers))
+	slices.SortFunc(out, func(a, b *Server) int { return strings.Compare(a.cfg.Name, b.cfg.Name) })
+	return out
+}
+
+// Statuses reports every server's status, sorted by name.
+func (p *Pool) Statuses() []Status {
+	servers := p.Servers()
+	out := make([]Status, len(servers))
+	for i, s := range servers {
+		out[i] = s.Status()
+	}
+	return out
+}
+
+// Changes says what an Apply did, by server name.
+type Changes struct {
+	Added, Removed, Restarted, Kept []string
+}
+
+// Empty reports whether nothing changed.
+func (c Changes) Empty() bool {
+	return len(c.Added)+len(c.Removed)+len(c.Restarted) == 0
+}
+
+// Apply makes the pool run exactly the given servers. Servers whose config
+// is unchanged (same name and hash) are not touched. New and changed ones
+// are started in parallel; Apply waits for their first connection attempt
+// (bounded by their connect timeout) and only then swaps them in, so that a
+// restarted server's old connection keeps serving until the new one is
+// ready. Replaced and removed servers are stopped in the background after
+// their running calls finish, bounded by their call timeout.
+func (p *Pool) Apply(ctx context.Context, cfgs []*config.Server, callTimeout time.Duration) Changes {
+	p.applyMu.Lock()
+	defer p.applyMu.Unlock()
+	p.mu.RLock()
+	old := maps.Clone(p.servers)
+	closed := p.closed
+	p.mu.RUnlock()
+	if closed {
+		return Changes{}
+	}
+
+	var ch Changes
+	next := make(map[string]*Server, len(cfgs))
+	var started []*Server
+	for _, cfg := range cfgs {
+		if o := old[cfg.Name]; o != nil && o.cfg.Hash == cfg.Hash {
+			next[cfg.Name] = o
+			ch.Kept = append(ch.Kept, cfg.Name)
+			continue
+		}
+		s := newServer(cfg, &p.opts)
+		s.start()
+		started = append(started, s)
+		next[cfg.Name] = s
+		if old[cfg.Name] != nil {
+			ch.Restarted = append(ch.Restarted, cfg.Name)
+		} else {
+			ch.Added = append(ch.Added, cfg.Name)
+		}
+	}
+	for _, s := range started {
+		select {
+		case <-s.firstTry:
+		case <-ctx.Done():
+		}
+	}
+	var retired []*Server
+	for name, o := range old {
+		if next[name] != o {
+			retired = append(retired, o)
+			if next[name] == nil {
+				ch.Removed = append(ch.Removed, name)
+			}
+		}
+	}
+
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		for _, s := range started {
+			s.Stop(context.Background(), 0)
+		}
+		return Changes{}
+	}
+	p.servers = next
+	// Registered under p.mu, so that Close, which sets closed under it,
+	// waits for these too.
+	for _, o := range retired {
+		p.retiring.Go(func() { o.Stop(p.retireCtx, o.MaxCallTimeout(callTimeout)) })
+	}
+	p.mu.Unlock()
+	slices.Sort(ch.Added)
+	slices.Sort(ch.Removed)
+	slices.Sort(ch.Restarted)
+	slices.Sort(ch.Kept)
+	return ch
+}
+
+// ReleaseClient closes the per-client connections of a client session.
+func (p *Pool) ReleaseClient(id ClientID) {
+	for _, s := range p.Servers() {
+		if s.cfg.PerClient() {
+			s.ReleaseClient(id)
+		}
+	}
+}
+
+// Close stops every server, giving running calls up to grace to finish.
+func (p *Pool) Close(ctx context.Context, grace time.Duration) {
+	p.mu.Lock()
+	p.closed = true
+	servers := slices.Collect(maps.Values(p.servers))
+	p.servers = map[string]*Server{}
+	p.mu.Unlock()
+	stopRetired := time.AfterFunc(grace, p.stopRetired)
+	defer stopRetired.Stop()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(func() { s.Stop(ctx, grace) })
+	}
+	wg.Wait()
+	p.retiring.Wait()
+}

@@ -1,0 +1,645 @@
+// Package upstream keeps the connections to tool servers: one supervised
+// MCP client session per server (or per client session, for stateful
+// servers), restarted with backoff when it dies.
+//
+// It knows nothing of the aggregator: it reports tool list changes through
+// the callback in [Options].
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
+)
+
+// State is the condition of a server's connection.
+type State string
+
+const (
+	StateStarting   State = "starting"   // first connection attempt running
+	StateUp         State = "up"         // connected (per-client: able to connect)
+	StateRestarting State = "restarting" // connection lost or failed; reconnecting
+	StateFailed     State = "failed"     // last attempt failed; retrying after a backoff
+	StateStopped    State = "stopped"    // removed or shut down
+)
+
+// Options configure a Pool and its servers. Every field is optional.
+type Options struct {
+	// Logger receives the pool's logs and children's stderr; nil discards.
+	Logger *slog.Logger
+	// ClientInfo is how mcpmux introduces itself to tool servers.
+	ClientInfo *mcp.Implementation
+	// ConnectTimeout bounds a connection attempt of a server that sets
+	// none itself; zero means config.DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// Self is the binary run for tool_command: mcpmux; empty means
+	// os.Executable.
+	Self string
+	// OnToolsChanged is called, on a goroutine of the server, after the
+	// tool list of a server in the pool changed.
+	OnToolsChanged func(server string)
+	// Transport, if set, may return the transport for a server instead of
+	// a child process or HTTP; tests use it for in-memory servers. A nil
+	// result means the usual transport.
+	Transport func(*config.Server) mcp.Transport
+}
+
+// ClientID identifies a client session, for per-client connections.
+type ClientID string
+
+// Status is a snapshot of a server's condition, for check and /healthz.
+type Status struct {
+	Name      string    `json:"name"`
+	State     State     `json:"state"`
+	Error     string    `json:"error,omitempty"`
+	Tools     int       `json:"tools"`
+	Restarts  int       `json:"restarts"`
+	PID       int       `json:"pid,omitempty"`
+	Transport string    `json:"transport"`
+	Session   string    `json:"session"`
+	Clients   int       `json:"clients,omitempty"`
+	Since     time.Time `json:"since"`
+}
+
+// Server is one tool server and its connection(s).
+type Server struct {
+	cfg    *config.Server
+	opts   *Options
+	log    *slog.Logger
+	useSSE atomic.Bool // the URL turned out to speak legacy SSE only
+
+	ctx      context.Context // cancelled by Stop
+	cancel   context.CancelFunc
+	done     chan struct{} // supervisor exited
+	firstTry chan struct{} // first connection attempt finished
+
+	mu       sync.Mutex
+	state    State
+	lastErr  error
+	since    time.Time
+	restarts int
+	changed  chan struct{} // closed and replaced on every state change
+	cur      *conn         // the shared connection while up
+	tools    []*mcp.Tool   // last known tool list; kept while restarting
+	clients  map[ClientID]*conn
+	dialing  map[ClientID]chan struct{}
+}
+
+func newServer(cfg *config.Server, opts *Options) *Server {
+	ctx, cancel := context.WithCancel(context.Background())
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		cfg:      cfg,
+		opts:     opts,
+		log:      log.With("server", cfg.Name),
+		ctx:      ctx,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		firstTry: make(chan struct{}),
+		state:    StateStarting,
+		since:    time.Now(),
+		changed:  make(chan struct{}),
+		clients:  map[ClientID]*conn{},
+		dialing:  map[ClientID]chan struct{}{},
+	}
+}
+
+// Config returns the server's configuration.
+func (s *Server) Config() *config.Server { return s.cfg }
+
+// Name returns the server's config name.
+func (s *Server) Name() string { return s.cfg.Name }
+
+// Tools returns the last known tool list. The slice is never modified.
+func (s *Server) Tools() []*mcp.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools
+}
+
+// Status reports the server's condition.
+func (s *Server) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Status{
+		Name:     s.cfg.Name,
+		State:    s.state,
+		Tools:    len(s.tools),
+		Restarts: s.restarts,
+		Session:  s.cfg.Session,
+		Clients:  len(s.clients),
+		Since:    s.since,
+	}
+	if s.lastErr != nil {
+		st.Error = s.lastErr.Error()
+	}
+	switch {
+	case !s.cfg.IsRemote():
+		st.Transport = "stdio"
+	case s.cfg.Type == config.TransportSSE || s.useSSE.Load():
+		st.Transport = "sse"
+	default:
+		st.Transport = "streamable-http"
+	}
+	if s.cur != nil {
+		st.PID = s.cur.pid
+	}
+	return st
+}
+
+// PIDs returns the process ids of the server's running children.
+func (s *Server) PIDs() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var pids []int
+	if s.cur != nil && s.cur.pid > 0 {
+		pids = append(pids, s.cur.pid)
+	}
+	for _, c := range s.clients {
+		if c.pid > 0 {
+			pids = append(pids, c.pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+func (s *Server) connectTimeout() time.Duration {
+	switch {
+	case s.cfg.ConnectTimeout > 0:
+		return s.cfg.ConnectTimeout
+	case s.opts.ConnectTimeout > 0:
+		return s.opts.ConnectTimeout
+	}
+	return config.DefaultConnectTimeout
+}
+
+// setState changes the state and wakes everyone waiting for a change.
+// s.mu must be held.
+func (s *Server) setState(st State, err error) {
+	if s.state == StateStopped {
+		return
+	}
+	s.state, s.lastErr, s.since = st, err, time.Now()
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// start runs the supervisor.
+func (s *Server) start() { go s.supervise() }
+
+// supervise keeps the server connected until Stop: connect, list tools,
+// wait for the connection to end, back off, repeat. For per-client servers
+// it only probes the tool list; connections are made per client on demand.
+func (s *Server) supervise() {
+	defer close(s.done)
+	var bo backoff
+	first := true
+	finishFirst := func() {
+		if first {
+			first = false
+			close(s.firstTry)
+		}
+	}
+	defer finishFirst()
+	for {
+		c, tools, err := s.connectAndList()
+		if s.ctx.Err() != nil {
+			if c != nil {
+				c.close()
+			}
+			return
+		}
+		if err != nil {
+			s.mu.Lock()
+			s.setState(StateFailed, err)
+			s.mu.Unlock()
+			delay := bo.next()
+			s.log.Error("server failed to start", "error", err, "retry_in", delay.Round(time.Millisecond))
+			finishFirst()
+			if !s.sleep(delay) {
+				return
+			}
+			s.mu.Lock()
+			s.setState(StateRestarting, err)
+			s.mu.Unlock()
+			continue
+		}
+
+		if s.cfg.PerClient() {
+			// The probe only served to learn the tools; each client gets
+			// its own connection.
+			c.close()
+			s.setUp(nil, tools)
+			finishFirst()
+			<-s.ctx.Done()
+			return
+		}
+
+		if !s.setUp(c, tools) {
+			c.close()
+			return
+		}
+		s.log.Info("server connected", "tools", len(tools), "pid", c.pid, "startup", time.Since(c.started).Round(time.Millisecond))
+		finishFirst()
+		go s.refreshLoop(c)
+
+		var lost error
+		select {
+		case <-c.done:
+			lost = c.waitErr
+		case <-s.ctx.Done():
+			return // Stop drains and closes c
+		}
+		s.mu.Lock()
+		if s.cur == c {
+			s.cur = nil
+		}
+		s.restarts++
+		reason := connLostError(lost)
+		s.setState(StateRestarting, reason)
+		s.mu.Unlock()
+		c.close()
+		if time.Since(c.started) > stableAfter {
+			bo.reset()
+		}
+		delay := bo.next()
+		s.log.Warn("server connection lost; restarting", "error", reason, "retry_in", delay.Round(time.Millisecond))
+		if !s.sleep(delay) {
+			return
+		}
+	}
+}
+
+// connLostError describes why a connection ended.
+func connLostError(err error) error {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return errors.New("the server exited or closed the connection")
+	}
+	return fmt.Errorf("connection lost: %w", err)
+}
+
+// connectAndList dials and fetches the tool list.
+func (s *Server) connectAndList() (*conn, []*mcp.Tool, error) {
+	c, err := s.dial(s.ctx, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	c.watch()
+	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
+	defer cancel()
+	tools, err := listTools(ctx, c.cs)
+	if err != nil {
+		c.close()
+		return nil, nil, fmt.Errorf("listing tools: %w", err)
+	}
+	return c, tools, nil
+}
+
+// setUp publishes a working connection and its tools. It reports false if
+// the server was stopped meanwhile.
+func (s *Server) setUp(c *conn, tools []*mcp.Tool) bool {
+	s.mu.Lock()
+	if s.state == StateStopped {
+		s.mu.Unlock()
+		return false
+	}
+	s.cur = c
+	changed := !sameTools(s.tools, tools)
+	s.tools = tools
+	s.setState(StateUp, nil)
+	s.mu.Unlock()
+	if changed {
+		s.notifyToolsChanged()
+	}
+	return true
+}
+
+func (s *Server) notifyToolsChanged() {
+	if f := s.opts.OnToolsChanged; f != nil {
+		f(s.cfg.Name)
+	}
+}
+
+// refreshLoop re-lists tools whenever the server says they changed.
+func (s *Server) refreshLoop(c *conn) {
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-s.ctx.Done():
+			return
+		case <-c.refresh:
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, refreshListTimeout)
+		tools, err := listTools(ctx, c.cs)
+		cancel()
+		if err != nil {
+			s.log.Warn("refreshing tool list failed", "error", err)
+			continue
+		}
+		s.mu.Lock()
+		changed := s.cur == c && !sameTools(s.tools, tools)
+		if changed {
+			s.tools = tools
+		}
+		s.mu.Unlock()
+		if changed {
+			s.log.Info("server's tool list changed", "tools", len(tools))
+			s.notifyToolsChanged()
+		}
+	}
+}
+
+// listTools fetches every page of the tool list, within sane bounds.
+func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	params := &mcp.ListToolsParams{}
+	for page := 0; ; page++ {
+		if page == maxToolPages {
+			return nil, fmt.Errorf("more than %d pages of tools", maxToolPages)
+		}
+		res, err := cs.ListTools(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, res.Tools...)
+		if len(tools) > maxToolsPerServer {
+			return nil, fmt.Errorf("more than %d tools", maxToolsPerServer)
+		}
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		params.Cursor = res.NextCursor
+	}
+}
+
+func sameTools(a, b []*mcp.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// sleep waits d or until Stop; it reports whether to go on.
+func (s *Server) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// CallParams is one tool call for a server.
+type CallParams struct {
+	Client ClientID // caller's session, for per-client servers
+	Task   string   // caller's task id, for the environment of a per-client child
+	Params *mcp.CallToolParams
+}
+
+// CallTool calls a tool on the server. Errors are of the types in errors.go
+// or the context's error; a tool's own failure is a result with IsError.
+func (s *Server) CallTool(ctx context.Context, p CallParams) (*mcp.CallToolResult, error) {
+	c, err := s.acquire(ctx, p.Client, p.Task)
+	if err != nil {
+		return nil, err
+	}
+	defer c.release()
+	res, err := c.cs.CallTool(ctx, p.Params)
+	if err != nil {
+		return nil, s.callError(ctx, c, err)
+	}
+	return res, nil
+}
+
+// callError classifies a failed call.
+func (s *Server) callError(ctx context.Context, c *conn, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message}
+	}
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		// The HTTP server forgot our session (it restarted): reconnect.
+		s.log.Warn("server lost our session; reconnecting")
+		go c.close()
+		return &LostError{Server: s.cfg.Name, Err: errors.New("the server restarted and lost the session")}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || isClosed(c) {
+		return &LostError{Server: s.cfg.Name, Err: connLostError(err)}
+	}
+	return &LostError{Server: s.cfg.Name, Err: err}
+}
+
+func isClosed(c *conn) bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// acquire returns a connection for a call, registered as in flight.
+func (s *Server) acquire(ctx context.Context, client ClientID, task string) (*conn, error) {
+	if s.cfg.PerClient() {
+		return s.acquireClient(ctx, client, task)
+	}
+	for {
+		s.mu.Lock()
+		if c := s.cur; c != nil && c.acquire() {
+			s.mu.Unlock()
+			return c, nil
+		}
+		state, lastErr, changed := s.state, s.lastErr, s.changed
+		s.mu.Unlock()
+		switch state {
+		case StateFailed:
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: lastErr}
+		case StateStopped:
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: errStopped}
+		}
+		// Starting or restarting: wait for the outcome.
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+var errStopped = errors.New("the server was removed or mcpmux is shutting down")
+
+// acquireClient returns the caller's own connection, opening it on first use.
+func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*conn, error) {
+	for {
+		s.mu.Lock()
+		if s.state == StateStopped {
+			s.mu.Unlock()
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: errStopped}
+		}
+		if c := s.clients[id]; c != nil {
+			if c.acquire() {
+				s.mu.Unlock()
+				return c, nil
+			}
+			delete(s.clients, id)
+		}
+		if wait := s.dialing[id]; wait != nil {
+			s.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		wait := make(chan struct{})
+		s.dialing[id] = wait
+		s.mu.Unlock()
+
+		c, err := s.dial(s.ctx, task)
+
+		s.mu.Lock()
+		delete(s.dialing, id)
+		close(wait)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: err}
+		}
+		if s.state == StateStopped {
+			s.mu.Unlock()
+			c.close()
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: errStopped}
+		}
+		c.watch()
+		c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() { s.closeIdle(id, c) })
+		c.acquire()
+		s.clients[id] = c
+		s.mu.Unlock()
+		s.log.Info("opened per-client connection", "client", string(id), "task", task, "pid", c.pid)
+		go func() {
+			<-c.done
+			s.forgetClient(id, c)
+		}()
+		return c, nil
+	}
+}
+
+// closeIdle closes a per-client connection that has not been used for the
+// idle timeout.
+func (s *Server) closeIdle(id ClientID, c *conn) {
+	c.mu.Lock()
+	idle := c.inflight == 0 && time.Since(c.lastUse) >= s.cfg.IdleTimeout-time.Millisecond
+	c.mu.Unlock()
+	if !idle {
+		return
+	}
+	if s.forgetClient(id, c) {
+		s.log.Info("closing idle per-client connection", "client", string(id), "idle", s.cfg.IdleTimeout)
+	}
+	c.close()
+}
+
+// forgetClient removes c from the client map; it reports whether it was there.
+func (s *Server) forgetClient(id ClientID, c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clients[id] == c {
+		delete(s.clients, id)
+		return true
+	}
+	return false
+}
+
+// ReleaseClient closes the connection of a client session that ended.
+// Calls still running on it are given a short time to finish.
+func (s *Server) ReleaseClient(id ClientID) {
+	s.mu.Lock()
+	c := s.clients[id]
+	delete(s.clients, id)
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	s.log.Info("client left; closing its connection", "client", string(id), "pid", c.pid)
+	c.drain(context.Background(), clientLeftDrain)
+	c.close()
+}
+
+// Stop closes the server: no new calls, running calls get up to drain to
+// finish, then every connection and child is closed. It returns when all
+// are gone.
+func (s *Server) Stop(ctx context.Context, drain time.Duration) {
+	s.cancel()
+	s.mu.Lock()
+	var conns []*conn
+	if s.cur != nil {
+		conns = append(conns, s.cur)
+	}
+	for _, c := range s.clients {
+		conns = append(conns, c)
+	}
+	s.cur = nil
+	s.clients = map[ClientID]*conn{}
+	s.setState(StateStopped, nil)
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() {
+			c.drain(ctx, drain)
+			c.close()
+		})
+	}
+	wg.Wait()
+	<-s.done
+}
+
+// MaxCallTimeout is the longest call deadline of any of the server's tools.
+func (s *Server) MaxCallTimeout(global time.Duration) time.Duration {
+	d := s.cfg.CallTimeout("", global)
+	for _, t := range s.cfg.ToolTimeout {
+		d = max(d, t)
+	}
+	return d
+}
+
+const (
+	stableAfter     = 30 * time.Second // a connection up this long resets the backoff
+	clientLeftDrain = 5 * time.Second
+)
+
+// backoff yields exponentially growing delays with jitter.
+type backoff struct{ n int }
+
+func (b *backoff) next() time.Duration {
+	d := 500 * time.Millisecond << min(b.n, 6) // up to 32s
+	b.n++
+	// ±25% jitter, so that servers failing together do not retry together.
+	return d*3/4 + rand.N(d/2)
+}
+
+func (b *backoff) reset() { b.n = 0 }
