@@ -268,10 +268,12 @@ func (a *Aggregator) RunStdio(ctx context.Context, profileName string) error {
 	return s.Run(ctx, &mcp.StdioTransport{})
 }
 
-// waitReadyMiddleware holds tools/list until the pool has started.
+// waitReadyMiddleware holds tools/list and tools/call until the pool has
+// started, so that an early client neither sees a partial list nor calls a
+// tool that is about to appear.
 func (a *Aggregator) waitReadyMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/list" {
+		if method == "tools/list" || method == "tools/call" {
 			select {
 			case <-a.ready:
 			case <-ctx.Done():

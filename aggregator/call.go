@@ -81,17 +81,31 @@ func callArguments(raw json.RawMessage) (json.RawMessage, error) {
 	return raw, nil
 }
 
+// hopMeta are the _meta keys that describe one hop of the protocol, not
+// the call: the client's progress token and the per-request protocol
+// fields of 2026-07-28 sessions. Forwarded, they would make a server
+// believe it talks the client's protocol version with the client itself.
+var hopMeta = map[string]bool{
+	"progressToken":               true,
+	mcp.MetaKeyProtocolVersion:    true,
+	mcp.MetaKeyClientInfo:         true,
+	mcp.MetaKeyClientCapabilities: true,
+	mcp.MetaKeyLogLevel:           true,
+	mcp.MetaKeySubscriptionID:     true,
+}
+
 // forwardMeta copies the client's _meta for the downstream call, without
-// the progress token: it belongs to the client's session, not ours.
+// the hop-by-hop keys.
 func forwardMeta(m mcp.Meta) mcp.Meta {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(mcp.Meta, len(m))
+	var out mcp.Meta
 	for k, v := range m {
-		if k != "progressToken" {
-			out[k] = v
+		if hopMeta[k] {
+			continue
 		}
+		if out == nil {
+			out = make(mcp.Meta, len(m))
+		}
+		out[k] = v
 	}
 	return out
 }

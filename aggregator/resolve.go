@@ -88,7 +88,11 @@ func correctionNote(server string, known bool, tool, chosen string, failed bool)
 // names a server of the catalog, and tool the tool part looked up.
 func (a *Aggregator) lookup(v *view, name string) (server string, known bool, tool string, candidates []*Entry) {
 	sep := v.settings.Separator
-	if prefix, rest, ok := SplitName(name, sep, func(p string) bool { _, ok := v.cat.ServerForPrefix(p); return ok }); ok {
+	inProfile := func(prefix string) bool {
+		s, ok := v.cat.ServerForPrefix(prefix)
+		return ok && v.hasServer(s)
+	}
+	if prefix, rest, ok := SplitName(name, sep, inProfile); ok {
 		// A known server without that tool: look for it elsewhere.
 		owner, _ := v.cat.ServerForPrefix(prefix)
 		return prefix, true, rest, withoutServer(v.byTool[rest], owner)

@@ -188,6 +188,9 @@ const delim = "\x00"
 // decode parses YAML with koanf, expands ${...} in every string value, and
 // decodes strictly into out: unknown keys and wrong types are errors.
 func decode(path string, data []byte, lookup LookupFunc, out any) *FileError {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
 	k := koanf.New(delim)
 	if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
 		return &FileError{File: path, Line: yamlErrorLine(err), Err: fmt.Errorf("invalid YAML: %v", trimYAMLError(err))}

@@ -94,7 +94,7 @@ func (srv *Server) dial(ctx context.Context, task string) (*conn, error) {
 		return c, nil
 	}
 
-	cmd, err := srv.command(task)
+	cmd, stderr, err := srv.command(task)
 	if err != nil {
 		return nil, err
 	}
@@ -103,11 +103,19 @@ func (srv *Server) dial(ctx context.Context, task string) (*conn, error) {
 		c.pid = cmd.Process.Pid
 	}
 	if err != nil {
-		// Connect closes the session on most failures, but not when the
-		// child never answered: make sure nothing of it survives.
+		// Connect has closed the session, which waits for the child; make
+		// sure nothing else of its process group survives.
 		killGroup(c.pid, 0)
 		if ctx.Err() != nil {
 			err = fmt.Errorf("no answer to initialize within %v (is it an MCP server on stdio? a program that prints to stdout before speaking MCP cannot be used): %w", srv.connectTimeout(), err)
+		}
+		// Connect's failed close has waited for the child, so its exit
+		// status is known.
+		if st := cmd.ProcessState; st != nil && st.Exited() {
+			err = fmt.Errorf("%w (%v)", err, st)
+		}
+		if tail := stderr.Tail(); tail != "" {
+			err = fmt.Errorf("%w; its stderr ended with: %s", err, tail)
 		}
 		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
@@ -161,22 +169,24 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(req)
 }
 
-// command builds the child process of a stdio server.
-func (srv *Server) command(task string) (*exec.Cmd, error) {
+// command builds the child process of a stdio server, and the logger that
+// receives its stderr.
+func (srv *Server) command(task string) (*exec.Cmd, *lineLogger, error) {
 	path, err := resolveCommand(srv.cfg.Command, srv.opts.Self)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd := exec.Command(path, srv.cfg.Args...)
 	cmd.Dir = srv.cfg.Cwd
 	cmd.Env = childEnv(os.Environ(), srv.cfg.Env, task)
-	cmd.Stderr = newLineLogger(srv.log, "stderr")
+	stderr := newLineLogger(srv.log, "stderr")
+	cmd.Stderr = stderr
 	// Own process group, so that shutdown reaches an npx wrapper's child
 	// too; and die with us if we are killed without a chance to clean up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A grandchild holding stderr open must not block Wait forever.
 	cmd.WaitDelay = killGrace
-	return cmd, nil
+	return cmd, stderr, nil
 }
 
 // resolveCommand applies the two aliases of the config format: "mcpmux" is

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpmux/mcpmux/config"
 )
 
@@ -32,6 +34,9 @@ func NewPool(opts *Options) *Pool {
 	p := &Pool{servers: map[string]*Server{}}
 	if opts != nil {
 		p.opts = *opts
+	}
+	if p.opts.ClientInfo == nil {
+		p.opts.ClientInfo = &mcp.Implementation{Name: "mcpmux", Version: "dev"}
 	}
 	p.retireCtx, p.stopRetired = context.WithCancel(context.Background())
 	return p

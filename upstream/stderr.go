@@ -3,6 +3,8 @@ package upstream
 import (
 	"bytes"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -11,6 +13,8 @@ const (
 	maxLogLine      = 4096 // longer lines are cut
 	maxLinesPerSec  = 200  // more are counted and dropped
 	maxPendingBytes = 64 << 10
+	tailLines       = 3   // kept to explain a failed start
+	maxTailLine     = 300 // bytes per kept line
 )
 
 // lineLogger is an io.Writer that logs each line a child writes to stderr,
@@ -26,6 +30,7 @@ type lineLogger struct {
 	window  time.Time
 	lines   int
 	dropped int
+	tail    []string // last lines, for error messages
 }
 
 func newLineLogger(log *slog.Logger, stream string) *lineLogger {
@@ -58,11 +63,32 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// Tail returns the last lines written, joined, for an error message.
+func (l *lineLogger) Tail() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) > 0 {
+		return strings.Join(append(slices.Clone(l.tail), cut(string(l.buf), maxTailLine)), " | ")
+	}
+	return strings.Join(l.tail, " | ")
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
 func (l *lineLogger) emit(line []byte) {
 	line = bytes.TrimRight(line, "\r")
 	if len(line) == 0 {
 		return
 	}
+	if len(l.tail) == tailLines {
+		l.tail = l.tail[1:]
+	}
+	l.tail = append(l.tail, cut(string(line), maxTailLine))
 	now := time.Now()
 	if now.Sub(l.window) >= time.Second {
 		if l.dropped > 0 {

@@ -1,0 +1,328 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// testTimeout bounds every wait in these tests; nothing should come near it.
+const testTimeout = 60 * time.Second
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// writeConfig creates a config directory: keys are paths inside it
+// ("mcpmux.yaml", "tool/x.yaml").
+func writeConfig(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// fixture returns the YAML of a tool server running a fixture mode, plus
+// extra lines.
+func fixture(name, mode string, extra ...string) string {
+	return fmt.Sprintf("name: %s\ntool_command: %q\nenv:\n  %s: %s\n%s\n", name, fixtureBin, fixtureEnv, mode, strings.Join(extra, "\n"))
+}
+
+// npmServer returns the YAML of a tool server run from e2e/node_modules.
+func npmServer(t *testing.T, name, bin string, args ...string) string {
+	t.Helper()
+	path := filepath.Join(nodeBin, bin)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is not installed: run `npm ci` in e2e/ (.ci/run does)", path)
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = strconv.Quote(a)
+	}
+	return fmt.Sprintf("name: %s\ntool_command: %q\nargs: [%s]\n", name, path, strings.Join(quoted, ", "))
+}
+
+// logBuffer collects a process's stderr and lets tests wait for a line.
+type logBuffer struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wake  chan struct{}
+	ended bool
+}
+
+func newLogBuffer() *logBuffer { return &logBuffer{wake: make(chan struct{})} }
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	close(l.wake)
+	l.wake = make(chan struct{})
+	return len(p), nil
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// waitFor waits until the log matches re and returns the first submatch
+// (or the match).
+func (l *logBuffer) waitFor(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.After(testTimeout)
+	for {
+		l.mu.Lock()
+		m := re.FindStringSubmatch(l.buf.String())
+		wake := l.wake
+		l.mu.Unlock()
+		if m != nil {
+			return m[len(m)-1]
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			t.Fatalf("timed out waiting for log %q; log so far:\n%s", re, l.String())
+		}
+	}
+}
+
+// process is a running mcpmux.
+type process struct {
+	cmd    *exec.Cmd
+	logs   *logBuffer
+	url    string // HTTP mode: base URL of /mcp
+	exited chan struct{}
+	err    error // exit status, after exited is closed
+}
+
+func (p *process) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(testTimeout):
+		t.Fatalf("mcpmux did not exit; log:\n%s", p.logs.String())
+		return nil
+	}
+}
+
+// dumpLogsOnFailure shows mcpmux's log when a test fails.
+func (p *process) dumpLogsOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("mcpmux log:\n%s", p.logs.String())
+		}
+	})
+}
+
+// startStdio runs mcpmux over stdio with a go-sdk client connected to it.
+func startStdio(t *testing.T, dir string, args ...string) (*mcp.ClientSession, *process) {
+	t.Helper()
+	return startStdioWith(t, dir, nil, args...)
+}
+
+func startStdioWith(t *testing.T, dir string, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *process) {
+	t.Helper()
+	cmd := exec.Command(mcpmuxBin, append([]string{"--config", dir, "--log-level", "debug"}, args...)...)
+	p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
+	cmd.Stderr = p.logs
+	// Own pipes instead of mcp.CommandTransport, so that the test, not the
+	// transport, waits for the process and sees how it exited.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.dumpLogsOnFailure(t)
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		select {
+		case <-p.exited:
+		case <-time.After(testTimeout):
+			_ = cmd.Process.Kill()
+		}
+	})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(testContext(t), &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	if err != nil {
+		t.Fatalf("connecting to mcpmux over stdio: %v\nlog:\n%s", err, p.logs.String())
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, p
+}
+
+var urlRE = regexp.MustCompile(`url=(http://[^ ]+)/mcp`)
+
+// startHTTP runs mcpmux --http on a free loopback port and returns once it
+// listens.
+func startHTTP(t *testing.T, dir string, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(mcpmuxBin, append([]string{"--config", dir, "--http", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
+	p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
+	cmd.Stderr = p.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.dumpLogsOnFailure(t)
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(testTimeout):
+			_ = cmd.Process.Kill()
+		}
+	})
+	p.url = p.logs.waitFor(t, urlRE)
+	return p
+}
+
+// connectHTTP connects a client to path (e.g. "/mcp") of an HTTP mcpmux.
+func connectHTTP(t *testing.T, p *process, path string, header http.Header) (*mcp.ClientSession, error) {
+	t.Helper()
+	hc := &http.Client{Transport: headerRoundTripper{header}}
+	transport := &mcp.StreamableClientTransport{Endpoint: p.url + path, HTTPClient: hc, MaxRetries: -1}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(testContext(t), transport, nil)
+	if err == nil {
+		t.Cleanup(func() { _ = cs.Close() })
+	}
+	return cs, err
+}
+
+type headerRoundTripper struct{ h http.Header }
+
+func (rt headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range rt.h {
+		r.Header[k] = v
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range cs.Tools(testContext(t), nil) {
+		if err != nil {
+			t.Fatalf("listing tools: %v", err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(testContext(t), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("calling %s: %v (mcpmux must always answer with a result)", name, err)
+	}
+	return res
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// runMcpmux runs a one-shot command (check, tools, version) and returns
+// its stdout, stderr and exit code.
+func runMcpmux(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx := testContext(t)
+	cmd := exec.CommandContext(ctx, mcpmuxBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("running mcpmux %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// alive reports whether a process exists (and is not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
+
+// waitGone polls until pid no longer runs.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var _ io.Writer = (*logBuffer)(nil)
+
+// readAll reads an HTTP response body.
+func readAll(t *testing.T, r io.Reader) string {
+	t.Helper()
+	b, err := io.ReadAll(bufio.NewReader(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
