@@ -403,3 +403,14 @@ func TestToolListChangedDownstream(t *testing.T) {
 		t.Errorf("after downstream change: %v", got)
 	}
 }
+
+func TestAllPagesOfToolsAreListed(t *testing.T) {
+	paged := mcp.NewServer(&mcp.Implementation{Name: "paged"}, &mcp.ServerOptions{PageSize: 2})
+	for i := range 5 {
+		paged.AddTool(&mcp.Tool{Name: fmt.Sprintf("t%d", i), InputSchema: map[string]any{"type": "object"}}, echo(""))
+	}
+	h := newHarness(t, map[string]*mcp.Server{"paged": paged}, "", nil)
+	if got := toolNames(t, h.client(DefaultProfile)); len(got) != 5 {
+		t.Errorf("listed %v, want all 5 tools of a server that pages by 2", got)
+	}
+}

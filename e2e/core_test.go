@@ -124,7 +124,7 @@ func TestFailingServersAreIsolated(t *testing.T) {
 		"tool/broken.yaml": "name: broken\n  tool_command: [\n",
 	})
 	cs, p := startStdio(t, dir)
-	if got := toolNames(t, cs); !slices.Equal(got, []string{"good__echo", "good__env", "good__pid"}) {
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"good__crash", "good__echo", "good__env", "good__pid"}) {
 		t.Errorf("tools = %v, want only the good server's", got)
 	}
 	if got := resultText(callTool(t, cs, "good__echo", map[string]any{"text": "x"})); got != "echo: x" {
@@ -289,7 +289,7 @@ func TestCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &tools); err != nil {
 		t.Fatalf("tools --json is not JSON: %v\n%s", err, out)
 	}
-	if len(tools) != 3 || tools[0].Name != "echo__echo" || tools[0].Server != "echo" || tools[0].Tool != "echo" || tools[0].InputSchema["type"] != "object" {
+	if len(tools) != 4 || tools[1].Name != "echo__echo" || tools[1].Server != "echo" || tools[1].Tool != "echo" || tools[1].InputSchema["type"] != "object" {
 		t.Errorf("tools --json = %+v", tools)
 	}
 	out, _, _ = runMcpmux(t, "tools", "--config", dir)

@@ -82,6 +82,11 @@ func echoFixture() *mcp.Server {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return textResult("%d", os.Getpid()), nil
 		})
+	s.AddTool(&mcp.Tool{Name: "crash", Description: "Exits the server mid-call.", InputSchema: objectSchema},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			os.Exit(7)
+			return nil, nil
+		})
 	return s
 }
 

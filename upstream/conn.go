@@ -40,7 +40,8 @@ const (
 type conn struct {
 	srv     *Server
 	cs      *mcp.ClientSession
-	pid     int // process group of a stdio child; 0 for remote servers
+	cancel  context.CancelFunc // ends the context the session was opened with
+	pid     int                // process group of a stdio child; 0 for remote servers
 	started time.Time
 	task    string // task id the connection was opened for (per-client)
 
@@ -59,9 +60,27 @@ type conn struct {
 
 // dial connects to the server described by srv.cfg, under the connect
 // timeout. task, when set, is put into a child's environment as TASK_ID.
-func (srv *Server) dial(ctx context.Context, task string) (*conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, srv.connectTimeout())
-	defer cancel()
+func (srv *Server) dial(parent context.Context, task string) (*conn, error) {
+	// The context given to Connect must outlive dial: the SSE transport
+	// keeps its event stream on it. So the connect timeout is a timer that
+	// cancels it, stopped once connected, and close cancels it for good.
+	ctx, cancel := context.WithCancel(parent)
+	timer := time.AfterFunc(srv.connectTimeout(), cancel)
+	c, err := srv.connect(ctx, task)
+	if timedOut := !timer.Stop(); err == nil && timedOut {
+		c.close()
+		err = fmt.Errorf("no answer within %v", srv.connectTimeout())
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	c.cancel = cancel
+	return c, nil
+}
+
+// connect opens the session; ctx bounds the attempt and the connection.
+func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 	c := &conn{srv: srv, started: time.Now(), task: task, refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
 	client := mcp.NewClient(srv.opts.ClientInfo, &mcp.ClientOptions{
 		// No roots, sampling or elicitation are advertised: mcpmux does not
@@ -343,6 +362,9 @@ func (c *conn) close() {
 	case <-time.After(terminateGrace + killGrace):
 	}
 	killGroup(c.pid, killGrace)
+	if c.cancel != nil {
+		c.cancel()
+	}
 }
 
 // killGroup terminates the process group pgid: SIGTERM, then SIGKILL if
