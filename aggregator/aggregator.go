@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -168,7 +169,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 	p := &profile{name: name, registered: map[string]string{}}
 	p.view.Store(newView(name, BuildCatalog(nil, a.settings.Separator, a.maxName), a.settings))
 	p.server = mcp.NewServer(a.impl, &mcp.ServerOptions{
-		Logger: a.log.With("component", "mcp-server", "profile", name),
+		Logger: logs.QuietInfo(a.log.With("component", "mcp-server", "profile", name)),
 		// Advertise tools with listChanged even while the catalog is
 		// empty: a client connecting before any server is up must still
 		// learn that tools will come.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -69,7 +70,7 @@ func (p *profile) httpHandler(a *Aggregator, o *HTTPOptions) *mcp.StreamableHTTP
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: o.SessionTimeout,
-		Logger:         a.log.With("component", "http", "profile", p.name),
+		Logger:         logs.QuietInfo(a.log.With("component", "http", "profile", p.name)),
 	})
 	if p.http.CompareAndSwap(nil, h) {
 		return h

@@ -177,6 +177,9 @@ type Settings struct {
 	// ToolBlacklist holds [server, tool] pairs hidden from every profile.
 	ToolBlacklist [][]string          `koanf:"tool_blacklist"`
 	Profiles      map[string]*Profile `koanf:"profiles"`
+	// Rewrite rules, applied in order; compiled and checked by package
+	// rewrite.
+	Rewrite []*Rule `koanf:"rewrite"`
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
@@ -188,6 +191,29 @@ type Profile struct {
 	// ToolConfig lists the servers the profile sees; empty means all.
 	ToolConfig    []string   `koanf:"tool_config"`
 	ToolBlacklist [][]string `koanf:"tool_blacklist"`
+}
+
+// Rule is one rewrite rule as written in mcpmux.yaml. Which fields a rule
+// uses decides what it does: block_urls refuses calls (and, with redact,
+// strips those URLs from results), on_error with fallback retries a failed
+// call with another tool.
+type Rule struct {
+	Name string `koanf:"name"`
+	// Tools are glob patterns matched against exposed and servers' own
+	// tool names; empty matches every tool.
+	Tools     []string  `koanf:"tools"`
+	BlockURLs []string  `koanf:"block_urls"`
+	Message   string    `koanf:"message"`
+	Redact    bool      `koanf:"redact"`
+	OnError   string    `koanf:"on_error"`
+	Fallback  *Fallback `koanf:"fallback"`
+}
+
+// Fallback is the call a rule makes when a tool failed: Args values may
+// use {{name}} to insert the failed call's argument name.
+type Fallback struct {
+	Tool string         `koanf:"tool"`
+	Args map[string]any `koanf:"args"`
 }
 
 // DefaultSettings returns the settings used when mcpmux.yaml is absent.

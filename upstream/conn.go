@@ -90,7 +90,7 @@ func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 		LoggingMessageHandler:     srv.logDownstream,
 		KeepAlive:                 keepAliveInterval,
 		KeepAliveFailureThreshold: keepAliveFailures,
-		Logger:                    srv.log.With("component", "mcp-client"),
+		Logger:                    srv.sdkLog,
 	})
 	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocol}
 

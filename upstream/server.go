@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 // State is the condition of a server's connection.
@@ -79,7 +80,8 @@ type Server struct {
 	cfg    *config.Server
 	opts   *Options
 	log    *slog.Logger
-	useSSE atomic.Bool // the URL turned out to speak legacy SSE only
+	sdkLog *slog.Logger // for the go-sdk client; its Info is our Debug
+	useSSE atomic.Bool  // the URL turned out to speak legacy SSE only
 
 	ctx      context.Context // cancelled by Stop
 	cancel   context.CancelFunc
@@ -108,6 +110,7 @@ func newServer(cfg *config.Server, opts *Options) *Server {
 		cfg:      cfg,
 		opts:     opts,
 		log:      log.With("server", cfg.Name),
+		sdkLog:   logs.QuietInfo(log.With("server", cfg.Name, "component", "mcp-client")),
 		ctx:      ctx,
 		cancel:   cancel,
 		done:     make(chan struct{}),
