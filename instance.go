@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,9 +17,14 @@ import (
 // The serve, check and tools commands all build one.
 type instance struct {
 	log  *slog.Logger
-	snap *config.Snapshot
+	snap *config.Snapshot // as loaded at start
 	pool *upstream.Pool
 	agg  *aggregator.Aggregator
+
+	started    chan struct{}   // closed when startServers is done
+	reloadMu   sync.Mutex      // one start or reload at a time
+	running    *desired        // what the pool runs; guarded by reloadMu
+	lastErrors map[string]bool // file errors already logged
 }
 
 // newInstance loads the config directory and builds the pool and the
@@ -29,10 +35,11 @@ func newInstance(dir string, log *slog.Logger) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	in := &instance{log: log, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{})}
 	for _, fe := range snap.Errors {
 		log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)
+		in.lastErrors[fe.Error()] = true
 	}
-	in := &instance{log: log, snap: snap}
 	in.pool = upstream.NewPool(&upstream.Options{
 		Logger:         log,
 		ClientInfo:     &mcp.Implementation{Name: "mcpmux", Version: buildVersion()},
@@ -51,8 +58,12 @@ func newInstance(dir string, log *slog.Logger) (*instance, error) {
 // startServers starts every configured server in parallel, waits for each
 // one's first connection attempt, and publishes the catalog.
 func (in *instance) startServers(ctx context.Context) {
+	in.reloadMu.Lock()
+	defer in.reloadMu.Unlock()
+	defer close(in.started)
 	start := time.Now()
-	ch := in.pool.Apply(ctx, in.snap.Servers, in.snap.Settings.Timeout)
+	in.running = resolve(nil, in.snap)
+	ch := in.pool.Apply(ctx, in.running.servers, in.running.settings.Timeout)
 	in.agg.Sync()
 	in.agg.MarkReady()
 	up := 0

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpmux/mcpmux/aggregator"
+	"github.com/mcpmux/mcpmux/config"
 )
 
 func serveCmd(args []string, stdout, stderr io.Writer) int {
@@ -25,6 +26,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	profile := fs.String("profile", "", "stdio mode: serve this profile instead of all tools")
 	token := fs.String("token", os.Getenv("MCPMUX_TOKEN"), "HTTP: bearer token clients must send ($MCPMUX_TOKEN); required for a non-loopback address")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish")
+	noWatch := fs.Bool("no-watch", false, "do not watch the config directory; reload only on SIGHUP")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -40,6 +42,10 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if err := in.startReloading(ctx, cf.configDir, !*noWatch); err != nil {
+		log.Error("cannot watch the config directory", "error", err)
+		return 1
+	}
 
 	if *httpAddr != "" {
 		return serveHTTP(ctx, in, *httpAddr, *token, *grace)
@@ -97,6 +103,52 @@ func serveHTTP(ctx context.Context, in *instance, addr, token string, grace time
 	in.close(grace)
 	_ = srv.Close()
 	return code
+}
+
+// startReloading reloads the config on SIGHUP and, if watch is set, on
+// every change in the directory. Reloads wait for the initial start.
+func (in *instance) startReloading(ctx context.Context, dir string, watch bool) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	if !watch {
+		go func() {
+			defer signal.Stop(hup)
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-hup:
+					in.log.Info("SIGHUP: reloading the config")
+					snap, err := config.Load(dir, nil)
+					if err != nil {
+						in.log.Error("config directory unreadable; keeping the running configuration", "error", err)
+						continue
+					}
+					in.reload(ctx, snap)
+				}
+			}
+		}()
+		return nil
+	}
+	w, err := config.Watch(ctx, dir, &config.WatchOptions{Logger: in.log})
+	if err != nil {
+		signal.Stop(hup)
+		return err
+	}
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				in.log.Info("SIGHUP: reloading the config")
+				w.Rescan()
+			}
+		}
+	}()
+	go in.watch(ctx, w)
+	return nil
 }
 
 // isLoopback reports whether a listen address binds to loopback only.

@@ -82,6 +82,22 @@ func echoFixture() *mcp.Server {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return textResult("%d", os.Getpid()), nil
 		})
+	s.AddTool(&mcp.Tool{Name: "block", Description: "Blocks until the file named by `file` exists.", InputSchema: textSchema("file")},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			file := stringArg(req, "file")
+			fmt.Fprintf(os.Stderr, "block: waiting for %s\n", file)
+			for {
+				if _, err := os.Stat(file); err == nil {
+					return textResult("unblocked"), nil
+				}
+				select {
+				case <-ctx.Done():
+					fmt.Fprintln(os.Stderr, "block: cancelled")
+					return textResult("cancelled"), nil
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		})
 	s.AddTool(&mcp.Tool{Name: "crash", Description: "Exits the server mid-call.", InputSchema: objectSchema},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			os.Exit(7)

@@ -97,19 +97,27 @@ func (l *logBuffer) String() string {
 // (or the match).
 func (l *logBuffer) waitFor(t *testing.T, re *regexp.Regexp) string {
 	t.Helper()
+	m := l.waitForN(t, re, 1)
+	return m[len(m)-1]
+}
+
+// waitForN waits until re matches n times and returns the nth match's
+// submatches.
+func (l *logBuffer) waitForN(t *testing.T, re *regexp.Regexp, n int) []string {
+	t.Helper()
 	deadline := time.After(testTimeout)
 	for {
 		l.mu.Lock()
-		m := re.FindStringSubmatch(l.buf.String())
+		ms := re.FindAllStringSubmatch(l.buf.String(), n)
 		wake := l.wake
 		l.mu.Unlock()
-		if m != nil {
-			return m[len(m)-1]
+		if len(ms) >= n {
+			return ms[n-1]
 		}
 		select {
 		case <-wake:
 		case <-deadline:
-			t.Fatalf("timed out waiting for log %q; log so far:\n%s", re, l.String())
+			t.Fatalf("timed out waiting for log %q (x%d); log so far:\n%s", re, n, l.String())
 		}
 	}
 }

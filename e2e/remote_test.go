@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,14 +18,14 @@ import (
 // only speaks legacy SSE (found by falling back), and an explicit type: sse;
 // configured headers must reach them.
 func TestRemoteServers(t *testing.T) {
-	var sawKey []string
+	var sawKey atomic.Int32
 	requireKey := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("X-Api-Key") != "s3cret" {
 				http.Error(w, "missing key", http.StatusUnauthorized)
 				return
 			}
-			sawKey = append(sawKey, r.URL.Path)
+			sawKey.Add(1)
 			h.ServeHTTP(w, r)
 		})
 	}
@@ -52,7 +53,7 @@ func TestRemoteServers(t *testing.T) {
 			t.Errorf("%s__echo = %q", server, got)
 		}
 	}
-	if len(sawKey) == 0 {
+	if sawKey.Load() == 0 {
 		t.Error("the configured header never reached the server")
 	}
 	out, _, _ := runMcpmux(t, "check", "--config", dir)

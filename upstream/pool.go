@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -71,6 +72,9 @@ func (p *Pool) Statuses() []Status {
 // Changes says what an Apply did, by server name.
 type Changes struct {
 	Added, Removed, Restarted, Kept []string
+	// Failed are changed servers whose new version did not come up while
+	// the old one was serving: the old one keeps serving (name → error).
+	Failed map[string]error
 }
 
 // Empty reports whether nothing changed.
@@ -120,6 +124,26 @@ func (p *Pool) Apply(ctx context.Context, cfgs []*config.Server, callTimeout tim
 		case <-s.firstTry:
 		case <-ctx.Done():
 		}
+	}
+	// A restart whose new version failed must not take a working server
+	// away: keep the old one and report the failure.
+	var failed []*Server
+	for i := 0; i < len(ch.Restarted); i++ {
+		name := ch.Restarted[i]
+		s, o := next[name], old[name]
+		if st := s.Status(); st.State != StateUp && o.Status().State == StateUp {
+			if ch.Failed == nil {
+				ch.Failed = map[string]error{}
+			}
+			ch.Failed[name] = fmt.Errorf("%s", st.Error)
+			next[name] = o
+			failed = append(failed, s)
+			ch.Restarted = slices.Delete(ch.Restarted, i, i+1)
+			i--
+		}
+	}
+	for _, s := range failed {
+		go s.Stop(context.Background(), 0)
 	}
 	var retired []*Server
 	for name, o := range old {
