@@ -30,7 +30,7 @@ type instance struct {
 // newInstance loads the config directory and builds the pool and the
 // aggregator; no server is started yet. Only an unreadable directory is an
 // error: bad files are logged and skipped.
-func newInstance(dir string, log *slog.Logger) (*instance, error) {
+func newInstance(dir, task string, log *slog.Logger) (*instance, error) {
 	snap, err := config.Load(dir, nil)
 	if err != nil {
 		return nil, err
@@ -51,6 +51,7 @@ func newInstance(dir string, log *slog.Logger) (*instance, error) {
 		Settings: snap.Settings,
 		Logger:   log,
 		Version:  buildVersion(),
+		TaskID:   task,
 	})
 	return in, nil
 }

@@ -27,6 +27,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	token := fs.String("token", os.Getenv("MCPMUX_TOKEN"), "HTTP: bearer token clients must send ($MCPMUX_TOKEN); required for a non-loopback address")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish")
 	noWatch := fs.Bool("no-watch", false, "do not watch the config directory; reload only on SIGHUP")
+	task := fs.String("task-id", os.Getenv("TASK_ID"), "task of this instance's calls, unless a call names its own ($TASK_ID)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -35,7 +36,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpmux:", err)
 		return 2
 	}
-	in, err := newInstance(cf.configDir, log)
+	in, err := newInstance(cf.configDir, *task, log)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return 1

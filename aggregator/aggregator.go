@@ -35,14 +35,18 @@ type Options struct {
 	Version string
 	// MaxNameLength bounds exposed tool names; zero means MaxNameLength.
 	MaxNameLength int
+	// TaskID is the task of calls that name none themselves (by
+	// _meta.task_id or the X-Task-Id header): a stdio instance's --task-id.
+	TaskID string
 }
 
 // Aggregator serves the merged catalog of a pool.
 type Aggregator struct {
-	log     *slog.Logger
-	pool    *upstream.Pool
-	impl    *mcp.Implementation
-	maxName int
+	log         *slog.Logger
+	pool        *upstream.Pool
+	impl        *mcp.Implementation
+	maxName     int
+	defaultTask string
 
 	ready     chan struct{} // closed once the pool has started
 	readyOnce sync.Once
@@ -83,14 +87,15 @@ func New(opts *Options) *Aggregator {
 		version = "dev"
 	}
 	a := &Aggregator{
-		log:      log,
-		pool:     opts.Pool,
-		impl:     &mcp.Implementation{Name: "mcpmux", Version: version},
-		maxName:  opts.MaxNameLength,
-		ready:    make(chan struct{}),
-		settings: settings,
-		catalog:  BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
-		profiles: map[string]*profile{},
+		log:         log,
+		pool:        opts.Pool,
+		impl:        &mcp.Implementation{Name: "mcpmux", Version: version},
+		maxName:     opts.MaxNameLength,
+		defaultTask: cleanTaskID(opts.TaskID),
+		ready:       make(chan struct{}),
+		settings:    settings,
+		catalog:     BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
+		profiles:    map[string]*profile{},
 	}
 	a.current.Store(settings)
 	a.mu.Lock()

@@ -39,21 +39,61 @@ func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequ
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	cp := upstream.CallParams{Params: &mcp.CallToolParams{
+	task := a.taskID(req)
+	cp := upstream.CallParams{Task: task, Params: &mcp.CallToolParams{
 		Name:      e.Tool,
 		Arguments: args,
-		Meta:      forwardMeta(req.Params.Meta),
+		Meta:      forwardMeta(req.Params.Meta, task),
 	}}
 	if srv.Config().PerClient() {
 		cp.Client = a.clientID(req.Session)
 	}
 	start := time.Now()
 	res, err := srv.CallTool(cctx, cp)
+	elapsed := time.Since(start).Round(time.Millisecond)
 	if err != nil {
-		a.log.Warn("tool call failed", "tool", e.Name, "error", err, "elapsed", time.Since(start).Round(time.Millisecond))
+		a.log.Warn("tool call failed", "tool", e.Name, "task", task, "session", sessionID(req.Session), "error", err, "elapsed", elapsed)
 		return callFailure(ctx, cctx, err, e, timeout)
 	}
+	a.log.Debug("tool call", "tool", e.Name, "task", task, "session", sessionID(req.Session), "is_error", res.IsError, "elapsed", elapsed)
 	return res
+}
+
+// TaskHeader is the HTTP header a client may name its task with.
+const TaskHeader = "X-Task-Id"
+
+// taskMetaKey is the _meta key of a call's task, from the client and to
+// the server.
+const taskMetaKey = "task_id"
+
+// taskID is the caller's task: _meta.task_id of the call, else the
+// X-Task-Id header of its HTTP request, else the instance's default
+// (--task-id or TASK_ID for a stdio instance).
+func (a *Aggregator) taskID(req *mcp.CallToolRequest) string {
+	if v, ok := req.Params.Meta[taskMetaKey].(string); ok && v != "" {
+		return cleanTaskID(v)
+	}
+	if req.Extra != nil && req.Extra.Header != nil {
+		if v := req.Extra.Header.Get(TaskHeader); v != "" {
+			return cleanTaskID(v)
+		}
+	}
+	return a.defaultTask
+}
+
+// cleanTaskID keeps a task id fit for an environment variable and a log
+// line: printable, at most 128 bytes.
+func cleanTaskID(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	return s
 }
 
 // callArguments checks that the client's arguments are a JSON object and
@@ -95,17 +135,23 @@ var hopMeta = map[string]bool{
 }
 
 // forwardMeta copies the client's _meta for the downstream call, without
-// the hop-by-hop keys.
-func forwardMeta(m mcp.Meta) mcp.Meta {
+// the hop-by-hop keys, and with the caller's task.
+func forwardMeta(m mcp.Meta, task string) mcp.Meta {
 	var out mcp.Meta
 	for k, v := range m {
 		if hopMeta[k] {
 			continue
 		}
 		if out == nil {
-			out = make(mcp.Meta, len(m))
+			out = make(mcp.Meta, len(m)+1)
 		}
 		out[k] = v
+	}
+	if task != "" {
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[taskMetaKey] = task
 	}
 	return out
 }

@@ -98,6 +98,11 @@ func echoFixture() *mcp.Server {
 				}
 			}
 		})
+	s.AddTool(&mcp.Tool{Name: "meta", Description: "Returns the _meta of the call as JSON.", InputSchema: objectSchema},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b, _ := json.Marshal(req.Params.Meta)
+			return textResult("%s", b), nil
+		})
 	s.AddTool(&mcp.Tool{Name: "crash", Description: "Exits the server mid-call.", InputSchema: objectSchema},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			os.Exit(7)

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,16 @@ type Status struct {
 	Session   string    `json:"session"`
 	Clients   int       `json:"clients,omitempty"`
 	Since     time.Time `json:"since"`
+	// Connections are the open per-client connections.
+	Connections []ConnStatus `json:"connections,omitempty"`
+}
+
+// ConnStatus describes one per-client connection.
+type ConnStatus struct {
+	Client string    `json:"client"`
+	Task   string    `json:"task,omitempty"`
+	PID    int       `json:"pid,omitempty"`
+	Since  time.Time `json:"since"`
 }
 
 // Server is one tool server and its connection(s).
@@ -163,6 +174,10 @@ func (s *Server) Status() Status {
 	if s.cur != nil {
 		st.PID = s.cur.pid
 	}
+	for id, c := range s.clients {
+		st.Connections = append(st.Connections, ConnStatus{Client: string(id), Task: c.task, PID: c.pid, Since: c.started})
+	}
+	slices.SortFunc(st.Connections, func(a, b ConnStatus) int { return strings.Compare(a.Client, b.Client) })
 	return st
 }
 
