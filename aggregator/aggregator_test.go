@@ -150,16 +150,6 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallT
 	return res
 }
 
-func text(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -412,5 +402,21 @@ func TestAllPagesOfToolsAreListed(t *testing.T) {
 	h := newHarness(t, map[string]*mcp.Server{"paged": paged}, "", nil)
 	if got := toolNames(t, h.client(DefaultProfile)); len(got) != 5 {
 		t.Errorf("listed %v, want all 5 tools of a server that pages by 2", got)
+	}
+}
+
+func TestUnknownToolAnswerIsRedirected(t *testing.T) {
+	forgetful := fixtureServer("forgetful", map[string]mcp.ToolHandler{
+		"lookup": func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "Unknown tool: lookup"}}}, nil
+		},
+	})
+	h := newHarness(t, map[string]*mcp.Server{
+		"forgetful": forgetful,
+		"keeper":    fixtureServer("keeper", map[string]mcp.ToolHandler{"lookup": echo("kept:")}),
+	}, "", nil)
+	got := text(call(t, h.client(DefaultProfile), "forgetful__lookup", map[string]any{"text": "x"}))
+	if want := "[Auto-corrected: Server 'forgetful' does not know tool 'lookup', but it was found only in server 'keeper', so automatically used 'keeper' instead] kept:x"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

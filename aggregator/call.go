@@ -18,8 +18,40 @@ import (
 // its route, so a call never parses names.
 func (a *Aggregator) toolHandler(p *profile, e *Entry) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return a.call(ctx, p, req, e), nil
+		return a.handle(ctx, p, req, e), nil
 	}
+}
+
+// handle runs the whole pipeline for a call routed to e: the upstream
+// call, and, if the server says it does not know the tool, the same lookup
+// as auto-correction among the profile's other servers.
+func (a *Aggregator) handle(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
+	res := a.call(ctx, p, req, e)
+	if res.IsError && strings.Contains(text(res), "Unknown tool") {
+		if alt := withoutServer(p.view.Load().byTool[e.Tool], e.Server); len(alt) == 1 {
+			a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(req.Session), "requested", e.Name, "chosen", alt[0].Name)
+			res2 := a.call(ctx, p, req, alt[0])
+			if !res2.IsError {
+				prependNote(res2, fmt.Sprintf("[Auto-corrected: Server '%s' does not know tool '%s', but it was found only in server '%s', so automatically used '%s' instead] ", e.Server, e.Tool, alt[0].Server, alt[0].Server))
+				return res2
+			}
+		}
+	}
+	return res
+}
+
+// text joins the text items of a result.
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
 }
 
 // call runs one tool call through the pipeline. It always returns a

@@ -43,7 +43,7 @@ func (a *Aggregator) resolve(ctx context.Context, p *profile, v *view, req *mcp.
 	case 1:
 		e := candidates[0]
 		a.log.Info("auto-corrected tool call", "session", sessionID(req.Session), "requested", name, "chosen", e.Name)
-		res := a.call(ctx, p, req, e)
+		res := a.handle(ctx, p, req, e)
 		prependNote(res, correctionNote(server, known, tool, e.Server, res.IsError))
 		return res
 	case 0:

@@ -102,3 +102,30 @@ func TestPerClientIdleTimeoutAndStdioTask(t *testing.T) {
 		t.Errorf("idle connection was not replaced")
 	}
 }
+
+func TestAutoCorrectionThroughTheBinary(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"tool/echo.yaml":    fixture("echo", "echo"),
+		"tool/collide.yaml": fixture("collide", "collide"),
+	})
+	cs, p := startStdio(t, dir)
+	pid := resultText(callTool(t, cs, "echo__pid", nil))
+
+	res := callTool(t, cs, "tool-echo__pid", nil)
+	if want := "[Auto-corrected: Server 'tool-echo' not found, but tool 'pid' was found only in server 'echo', so automatically used 'echo' instead] " + pid; res.IsError || resultText(res) != want {
+		t.Errorf("unknown server: %q\nwant %q", resultText(res), want)
+	}
+	p.logs.waitFor(t, regexp.MustCompile(`msg="auto-corrected tool call" session=\S+ requested=tool-echo__pid chosen=echo__pid`))
+
+	if res := callTool(t, cs, "pid", nil); res.IsError || !strings.HasSuffix(resultText(res), "] "+pid) || !strings.Contains(resultText(res), "found only in server 'echo'") {
+		t.Errorf("bare name: %q", resultText(res))
+	}
+	res = callTool(t, cs, "other__echo", map[string]any{"text": "x"})
+	if !res.IsError || !strings.Contains(resultText(res), "collide__echo") || !strings.Contains(resultText(res), "echo__echo") {
+		t.Errorf("ambiguous: %q", resultText(res))
+	}
+	res = callTool(t, cs, "echo__ecko", map[string]any{"text": "x"})
+	if !res.IsError || !strings.Contains(resultText(res), "Unknown tool 'echo__ecko'") || !strings.Contains(resultText(res), "echo__echo") {
+		t.Errorf("unknown tool: %q", resultText(res))
+	}
+}
