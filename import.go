@@ -70,9 +70,6 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 	written, skipped := 0, 0
 	for _, e := range res.Entries {
 		path := filepath.Join(toolDir, e.Server.Name+".yaml")
-		for _, n := range e.Notes {
-			fmt.Fprintf(stderr, "mcpmux import: %s: %s\n", e.Server.Name, n)
-		}
 		if other, ok := existing[strings.ToLower(e.Server.Name)]; ok && other != path {
 			fmt.Fprintf(stdout, "skipped  %s  (server %q is already defined in %s)\n", path, e.Server.Name, other)
 			skipped++
@@ -87,10 +84,13 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "skipped  %s  (exists; --force overwrites it)\n", path)
 			skipped++
 		case err != nil:
-			fmt.Fprintf(stderr, "mcpmux import: writing %s: %v\n", path, err)
+			fmt.Fprintf(stdout, "skipped  %s  (writing failed: %v)\n", path, err)
 			skipped++
 		default:
 			fmt.Fprintf(stdout, "wrote    %s  (%s)\n", path, summary(e))
+			for _, n := range e.Notes {
+				fmt.Fprintf(stderr, "mcpmux import: %s: %s\n", e.Server.Name, n)
+			}
 			written++
 		}
 	}

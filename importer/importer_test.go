@@ -174,6 +174,13 @@ func TestParseVSCode(t *testing.T) {
 	}
 }
 
+func TestParseByteOrderMark(t *testing.T) {
+	res, err := Parse([]byte("\xef\xbb\xbf{\"mcpServers\": {\"f\": {\"command\": \"uvx\"}}}"), nil)
+	if err != nil || len(res.Entries) != 1 {
+		t.Fatalf("file with a BOM: %v", err)
+	}
+}
+
 func TestParseSettingsJSONShape(t *testing.T) {
 	res, err := Parse([]byte(`{"editor.fontSize": 13, "mcp": {"servers": {"f": {"command": "uvx", "args": ["mcp-server-fetch"]}}}}`), nil)
 	if err != nil || res.Format != FormatVSCode || len(res.Entries) != 1 {

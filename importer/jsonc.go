@@ -1,13 +1,19 @@
 package importer
 
+import "bytes"
+
 // stripJSONC blanks out the comments and trailing commas that VS Code allows
-// in its JSON files ("JSON with comments"). It replaces them with spaces
-// instead of removing them, so that byte offsets, and with them the line and
-// column of a JSON syntax error, stay those of the user's file. Plain JSON
-// passes through unchanged.
+// in its JSON files ("JSON with comments"), and a leading byte order mark,
+// which Windows editors add. It replaces them with spaces instead of
+// removing them, so that byte offsets, and with them the line and column of
+// a JSON syntax error, stay those of the user's file. Plain JSON passes
+// through unchanged.
 func stripJSONC(in []byte) []byte {
 	b := make([]byte, len(in))
 	copy(b, in)
+	if bytes.HasPrefix(b, []byte("\xef\xbb\xbf")) {
+		copy(b, "   ")
+	}
 	blankComments(b)
 	blankTrailingCommas(b)
 	return b
