@@ -8,6 +8,7 @@
 //	mcpmux --http ADDR [--config DIR]             serve Streamable HTTP at /mcp, /mcp/{profile}
 //	mcpmux check [--config DIR]                   connect to every server and report
 //	mcpmux tools [--config DIR] [--json]          print the merged catalog
+//	mcpmux import FILE [--config DIR] [--force]   write tool files from a client's MCP config
 //	mcpmux version
 package main
 
@@ -30,6 +31,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"serve":   serveCmd,
 	"check":   checkCmd,
 	"tools":   toolsCmd,
+	"import":  importCmd,
 	"version": versionCmd,
 }
 
@@ -58,6 +60,8 @@ Usage:
   mcpmux --http ADDR [--config DIR]           serve Streamable HTTP at /mcp and /mcp/{profile}
   mcpmux check [--config DIR]                 connect to every server and report its status
   mcpmux tools [--config DIR] [--json]        print the merged tool catalog
+  mcpmux import FILE [--config DIR] [--force] write tool/*.yaml from a Claude Desktop,
+                                              Cursor or VS Code MCP config
   mcpmux version                              print the version
 
 DIR holds tool/*.yaml (one tool server each) and an optional mcpmux.yaml;

@@ -1,0 +1,325 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// The JSON Schemas in schema/ describe the files this package reads, for
+// editors. These tests keep them from drifting: every koanf field has a
+// documented property of a fitting type and every property is a field, and
+// a real validator agrees with the loader on the shipped files and on
+// examples of good and bad files.
+
+const schemaLine = "# yaml-language-server: $schema=../schema/tool.schema.json"
+
+func readSchema(t *testing.T, file string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("schema", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return doc
+}
+
+// compileSchema compiles schema/file; the compiler also checks it against
+// the draft 2020-12 meta-schema.
+func compileSchema(t *testing.T, file string) *jsonschema.Schema {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("schema", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := jsonschema.NewCompiler().Compile(path)
+	if err != nil {
+		t.Fatalf("compiling %s: %v", file, err)
+	}
+	return sch
+}
+
+// yamlInstance decodes YAML as the JSON value a schema validates.
+func yamlInstance(t *testing.T, data []byte) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		t.Fatalf("YAML: %v\n%s", err, data)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+// koanfFields maps the koanf keys of struct type typ to their field types.
+func koanfFields(typ reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for f := range typ.Fields() {
+		if tag := f.Tag.Get("koanf"); tag != "" && tag != "-" {
+			out[tag] = f.Type
+		}
+	}
+	return out
+}
+
+func sub(m map[string]any, path ...string) map[string]any {
+	for _, p := range path {
+		m, _ = m[p].(map[string]any)
+	}
+	return m
+}
+
+func TestSchemaMatchesStructs(t *testing.T) {
+	tool, settings := readSchema(t, "tool.schema.json"), readSchema(t, "mcpmux.schema.json")
+	for _, c := range []struct {
+		typ    reflect.Type
+		root   map[string]any // the schema document, for $ref
+		object map[string]any // the schema of the struct
+	}{
+		{reflect.TypeFor[Server](), tool, tool},
+		{reflect.TypeFor[Settings](), settings, settings},
+		{reflect.TypeFor[Profile](), settings, sub(settings, "$defs", "profile")},
+		{reflect.TypeFor[Rule](), settings, sub(settings, "$defs", "rule")},
+		{reflect.TypeFor[Fallback](), settings, sub(settings, "$defs", "fallback")},
+	} {
+		name := c.typ.Name()
+		if c.object == nil {
+			t.Errorf("%s: no schema", name)
+			continue
+		}
+		if c.object["additionalProperties"] != false {
+			t.Errorf("%s: schema must set additionalProperties: false, as the loader rejects unknown keys", name)
+		}
+		props := sub(c.object, "properties")
+		fields := koanfFields(c.typ)
+		for _, key := range slices.Sorted(maps.Keys(fields)) {
+			prop, ok := props[key].(map[string]any)
+			if !ok {
+				t.Errorf("%s field %q is missing from the schema", name, key)
+				continue
+			}
+			if d, _ := prop["description"].(string); strings.TrimSpace(d) == "" {
+				t.Errorf("%s.%s: schema property has no description", name, key)
+			}
+			if err := accepts(c.root, prop, fields[key]); err != nil {
+				t.Errorf("%s.%s: %v", name, key, err)
+			}
+		}
+		for key := range props {
+			if _, ok := fields[key]; !ok {
+				t.Errorf("schema property %q of %s is no koanf field of config.%s", key, name, name)
+			}
+		}
+	}
+	if !reflect.DeepEqual(sub(tool, "$defs", "duration"), sub(settings, "$defs", "duration")) {
+		t.Error("the duration definitions of the two schemas differ")
+	}
+}
+
+// accepts checks that a schema property's type fits the Go type of its
+// field: durations use $defs/duration, the rest the matching JSON type.
+func accepts(root, prop map[string]any, typ reflect.Type) error {
+	if typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	ref, _ := prop["$ref"].(string)
+	if typ == durationType {
+		if ref != "#/$defs/duration" {
+			return fmt.Errorf("a duration field must use $ref #/$defs/duration")
+		}
+		return nil
+	}
+	if ref != "" {
+		prop = sub(root, strings.Split(strings.TrimPrefix(ref, "#/"), "/")...)
+	}
+	var types []string
+	switch v := prop["type"].(type) {
+	case string:
+		types = []string{v}
+	case []any:
+		for _, x := range v {
+			types = append(types, x.(string))
+		}
+	}
+	want := map[reflect.Kind]string{reflect.Bool: "boolean", reflect.String: "string", reflect.Slice: "array", reflect.Map: "object", reflect.Struct: "object"}[typ.Kind()]
+	if !slices.Contains(types, want) {
+		return fmt.Errorf("schema type %v does not allow %s for Go type %v", types, want, typ)
+	}
+	if typ.Kind() == reflect.Map && typ.Elem() == durationType {
+		if ap, _ := prop["additionalProperties"].(map[string]any); ap["$ref"] != "#/$defs/duration" {
+			return fmt.Errorf("values must use $ref #/$defs/duration")
+		}
+	}
+	return nil
+}
+
+func TestShippedToolFilesMatchTheSchema(t *testing.T) {
+	sch := compileSchema(t, "tool.schema.json")
+	files, err := filepath.Glob(filepath.Join(ToolDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no shipped tool files: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(string(data), "\n")
+		if first != schemaLine {
+			t.Errorf("%s: first line is %q, want %q for editors", f, first, schemaLine)
+		}
+		ref := strings.TrimPrefix(schemaLine, "# yaml-language-server: $schema=")
+		if _, err := os.Stat(filepath.Join(filepath.Dir(f), ref)); err != nil {
+			t.Errorf("%s: its $schema path does not resolve: %v", f, err)
+		}
+		if err := sch.Validate(yamlInstance(t, data)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		if _, ferr := ParseServer(f, data, env(nil)); ferr != nil {
+			t.Errorf("%s: %v", f, ferr)
+		}
+	}
+	for name, doc := range miroflowShaped {
+		if err := sch.Validate(yamlInstance(t, []byte(doc))); err != nil {
+			t.Errorf("MiroFlow-shaped %s: %v", name, err)
+		}
+	}
+}
+
+// schemaExample is a file on which the schema and the loader must agree,
+// unless loaderOnly says the loader deliberately accepts more.
+type schemaExample struct {
+	doc        string
+	valid      bool
+	loaderOnly bool // the loader accepts it, the schema flags it as a likely mistake
+}
+
+var toolExamples = []schemaExample{
+	{doc: "tool_command: npx\nargs: [\"-y\", \"@modelcontextprotocol/server-everything\"]\n", valid: true},
+	{doc: `name: tool-code
+type: stdio
+tool_command: python
+args: ["-m", "src.tool.mcp_servers.python_server", 3, true]
+env: {E2B_API_KEY: "${oc.env:E2B_API_KEY,}", DEFAULT_TIMEOUT: 1800, DEBUG: false}
+enabled: false
+prefix: ""
+cwd: workspace
+timeout: 90s
+tool_timeouts: {run_python_code: 30m, quick: 5, half: 0.5}
+session: per-client
+idle_timeout: 600
+connect_timeout: "1.5"
+`, valid: true},
+	{doc: "url: https://docs.example.com/mcp\nheaders: {Authorization: \"Bearer ${env:TOKEN}\"}\ntimeout: 1h30m\n", valid: true},
+	{doc: "type: sse\nurl: http://127.0.0.1:3001/sse\n", valid: true},
+	{doc: "type: streamable-http\nurl: \"${oc.env:DOCS_URL,https://docs.example.com/mcp}\"\n", valid: true},
+	{doc: "tool_command: x\ntimeout: \"${oc.env:TIMEOUT,15m}\"\n", valid: true},
+	{doc: "tool_command: x\nenv:\nargs:\nheaders:\ntool_timeouts:\n", valid: true}, // empty collections, as MiroFlow writes them
+
+	{doc: "tool_comand: typo\n"},
+	{doc: "tool_command: x\ntool_comand: typo\n"},
+	{doc: "env: {A: b}\n"},
+	{doc: "tool_command: x\nurl: https://h/mcp\n"},
+	{doc: "type: sse\ntool_command: x\n"},
+	{doc: "type: stdio\nurl: https://h/mcp\n"},
+	{doc: "type: websocket\nurl: https://h/mcp\n"},
+	{doc: "url: ftp://h/x\n"},
+	{doc: "name: -bad\ntool_command: x\n"},
+	{doc: "tool_command: x\nprefix: a b\n"},
+	{doc: "tool_command: x\nargs: [{nested: map}]\n"},
+	{doc: "tool_command: x\nenv: [A=b]\n"},
+	{doc: "tool_command: x\nenabled: \"false\"\n"},
+	{doc: "tool_command: x\nsession: sometimes\n"},
+	{doc: "tool_command: x\ntimeout: forever\n"},
+	{doc: "tool_command: x\ntimeout: -5s\n"},
+	{doc: "tool_command: x\ntimeout: -5\n"},
+	{doc: "tool_command: x\ntool_timeouts: {a: soon}\n"},
+	{doc: "tool_command: x\nidle_timeout: [1]\n"},
+
+	// An empty scalar reads as absent; the schema flags it, since
+	// "prefix:" with nothing after it was most likely meant as "".
+	{doc: "tool_command: x\nprefix:\n", loaderOnly: true},
+	{doc: "tool_command: x\ntimeout:\n", loaderOnly: true},
+}
+
+var settingsExamples = []schemaExample{
+	{doc: "", valid: true},
+	{doc: "# only a comment\n", valid: true},
+	{doc: `separator: "__"
+timeout: 900s
+connect_timeout: 60
+tool_blacklist:
+  - ["tool-code", "download_file_from_sandbox_to_local"]
+profiles:
+  browsing-agent:
+    tool_config: [tool-searching, playwright]
+    tool_blacklist: [["tool-searching", "google_search"]]
+  everything: {}
+rewrite:
+  - name: no-benchmark-answers
+    tools: ["*scrape*", "*fetch*"]
+    block_urls: ["huggingface.co/datasets/**", "huggingface.co/spaces/**"]
+    message: "You are trying to scrape a Hugging Face dataset for answers."
+    redact: true
+  - name: scrape-fallback
+    tools: ["*scrape*"]
+    on_error: "unhandled errors"
+    fallback: {tool: "fetch__fetch", args: {url: "{{url}}", max_length: 5000}}
+`, valid: true},
+
+	{doc: "separator: \"::\"\n"},
+	{doc: "separater: \"__\"\n"},
+	{doc: "timeout: 1 day\n"},
+	{doc: "tool_blacklist: [[tool-code]]\n"},
+	{doc: "tool_blacklist: [[tool-code, \"\"]]\n"},
+	{doc: "tool_blacklist: [tool-code]\n"},
+	{doc: "profiles: {bad name: {}}\n"},
+	{doc: "profiles: {a: }\n"},
+	{doc: "profiles: {a: {tool_config: [x], extra: 1}}\n"},
+	{doc: "rewrite: [{name: x, tool: y}]\n"},
+	{doc: "rewrite: [{name: x, fallback: {tool: t, arg: {}}}]\n"},
+	{doc: "rewrite: [{name: x, redact: \"yes\"}]\n"},
+}
+
+func TestSchemaAgreesWithLoader(t *testing.T) {
+	lookup := env(map[string]string{"TOKEN": "t"})
+	for _, c := range []struct {
+		schema   string
+		examples []schemaExample
+		load     func([]byte) *FileError
+	}{
+		{"tool.schema.json", toolExamples, func(b []byte) *FileError { _, fe := ParseServer("tool/x.yaml", b, lookup); return fe }},
+		{"mcpmux.schema.json", settingsExamples, func(b []byte) *FileError { _, fe := ParseSettings("mcpmux.yaml", b, lookup); return fe }},
+	} {
+		sch := compileSchema(t, c.schema)
+		for _, ex := range c.examples {
+			serr := sch.Validate(yamlInstance(t, []byte(ex.doc)))
+			lerr := c.load([]byte(ex.doc))
+			if (serr == nil) != ex.valid {
+				t.Errorf("%s on\n%s\nschema says %v, want valid=%v", c.schema, ex.doc, serr, ex.valid)
+			}
+			if loaderOK := lerr == nil; loaderOK != (ex.valid || ex.loaderOnly) {
+				t.Errorf("loader on\n%s\nsays %v, want valid=%v", ex.doc, lerr, ex.valid || ex.loaderOnly)
+			}
+		}
+	}
+}
