@@ -8,6 +8,7 @@
 //	mcpmux --http ADDR [--config DIR]             serve Streamable HTTP at /mcp, /mcp/{profile}
 //	mcpmux check [--config DIR]                   connect to every server and report
 //	mcpmux tools [--config DIR] [--json]          print the merged catalog
+//	mcpmux fetch-server [flags]                   serve the built-in fetch tool on stdio
 //	mcpmux version
 package main
 
@@ -31,6 +32,8 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"check":   checkCmd,
 	"tools":   toolsCmd,
 	"version": versionCmd,
+
+	"fetch-server": fetchServerCmd, // the built-in fetch tool, see fetchserver.go
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -58,6 +61,7 @@ Usage:
   mcpmux --http ADDR [--config DIR]           serve Streamable HTTP at /mcp and /mcp/{profile}
   mcpmux check [--config DIR]                 connect to every server and report its status
   mcpmux tools [--config DIR] [--json]        print the merged tool catalog
+  mcpmux fetch-server                         serve the built-in fetch tool (URL to Markdown) on stdio
   mcpmux version                              print the version
 
 DIR holds tool/*.yaml (one tool server each) and an optional mcpmux.yaml;
