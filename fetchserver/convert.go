@@ -68,18 +68,20 @@ type article struct {
 
 // convert extracts the main content of page and converts it to Markdown.
 func (m *markdowner) convert(ctx context.Context, page string, pageURL *url.URL) (*article, error) {
-	doc, err := html.Parse(strings.NewReader(page))
+	doc, err := parse(page)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the HTML: %w", err)
+		return nil, err
 	}
-	stripChrome(doc)
+	a := &article{title: documentTitle(doc)}
 
+	// ParseAndMutate, not ParseDocument: no copy of a possibly large tree
+	// for the rare fallback, which parses the page again instead.
 	parser := readability.NewParser()
-	found, rerr := parser.ParseDocument(doc, pageURL) // works on a copy: doc stays for the fallback
-	a := &article{title: oneLine(found.Title()), byline: oneLine(found.Byline())}
-	if a.title == "" {
-		a.title = documentTitle(doc)
+	found, rerr := parser.ParseAndMutate(doc, pageURL)
+	if t := oneLine(found.Title()); t != "" {
+		a.title = t // without the " | Site name" that <title> often has
 	}
+	a.byline = oneLine(found.Byline())
 	opts := []converter.ConvertOptionFunc{converter.WithDomain(pageURL.String()), converter.WithContext(ctx)}
 	var out []byte
 	if rerr == nil && found.Node != nil {
@@ -88,12 +90,26 @@ func (m *markdowner) convert(ctx context.Context, page string, pageURL *url.URL)
 		}
 	}
 	if len(bytes.TrimSpace(out)) == 0 {
+		// Readability found nothing: take the whole page, less its chrome.
+		if doc, err = parse(page); err != nil {
+			return nil, err
+		}
 		if out, err = m.conv.ConvertNode(doc, opts...); err != nil {
 			return nil, fmt.Errorf("converting the page to Markdown: %w", err)
 		}
 	}
 	a.markdown = strings.TrimSpace(string(out))
 	return a, nil
+}
+
+// parse parses page and strips its chrome.
+func parse(page string) (*html.Node, error) {
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the HTML: %w", err)
+	}
+	stripChrome(doc)
+	return doc, nil
 }
 
 // text is the article as the tool returns it: the title as a heading and

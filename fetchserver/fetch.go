@@ -1,6 +1,7 @@
 package fetchserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -138,9 +139,6 @@ func (f *fetcher) do(ctx context.Context, u *url.URL) (*response, error) {
 		return nil, &statusError{code: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
 	}
 
-	// Read at most maxBytes, and one more to know whether there was more.
-	// The transport has already undone any gzip, so the cap is on what we
-	// hold in memory, and a compressed bomb stops at it too.
 	ct := resp.Header.Get("Content-Type")
 	mediaType, _, _ := mime.ParseMediaType(ct)
 	mediaType = strings.ToLower(mediaType)
@@ -148,29 +146,42 @@ func (f *fetcher) do(ctx context.Context, u *url.URL) (*response, error) {
 	if k == kindUnsupported && !sniffable(mediaType) {
 		return nil, &typeError{mediaType: mediaType}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, f.maxBytes+1))
+
+	// Read at most maxBytes, and one more to know whether there was more.
+	// The transport has already undone any gzip, so the cap is on what we
+	// hold in memory, and a compressed bomb stops at it too.
+	body := bufio.NewReaderSize(io.LimitReader(resp.Body, f.maxBytes+1), 512)
+	if k == kindUnsupported {
+		// No type, or a generic one: the first bytes tell, as they tell a
+		// browser (net/http's sniffing is the WHATWG algorithm).
+		head, err := body.Peek(512)
+		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+			return nil, fmt.Errorf("reading the response body: %w", err)
+		}
+		sniffed, _, _ := mime.ParseMediaType(http.DetectContentType(head))
+		if k = kindOf(sniffed); k == kindUnsupported {
+			declared := mediaType
+			if declared == "" {
+				declared = "(none declared)"
+			}
+			return nil, &typeError{mediaType: fmt.Sprintf("%s, whose bytes look like %s,", declared, sniffed)}
+		}
+		mediaType = sniffed
+	}
+	data, err := io.ReadAll(body)
 	if err != nil {
 		return nil, fmt.Errorf("reading the response body: %w", err)
 	}
-	cut := int64(len(body)) > f.maxBytes
+	cut := int64(len(data)) > f.maxBytes
 	if cut {
-		body = body[:f.maxBytes]
-	}
-	if k == kindUnsupported { // no or generic type: look at the bytes
-		mediaType, _, _ = mime.ParseMediaType(http.DetectContentType(body))
-		if k = kindOf(mediaType); k == kindUnsupported {
-			if ct == "" {
-				return nil, &typeError{mediaType: "unknown (no Content-Type, and the bytes are not text)"}
-			}
-			return nil, &typeError{mediaType: ct}
-		}
+		data = data[:f.maxBytes]
 	}
 	return &response{
 		url:       resp.Request.URL,
 		status:    resp.StatusCode,
 		mediaType: mediaType,
 		kind:      k,
-		text:      decode(body, ct),
+		text:      decode(data, ct),
 		cut:       cut,
 	}, nil
 }

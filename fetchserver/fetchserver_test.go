@@ -321,7 +321,7 @@ func TestUnsupportedContentTypes(t *testing.T) {
 		{"image/png", png, "content type image/png is not supported"},
 		{"application/pdf", "%PDF-1.7\n", "content type application/pdf is not supported"},
 		{"image/svg+xml", "<svg></svg>", "content type image/svg+xml is not supported"},
-		{"application/octet-stream", png, "content type application/octet-stream is not supported"}, // sniffed: binary
+		{"application/octet-stream", png, "content type application/octet-stream, whose bytes look like image/png, is not supported"}, // sniffed
 		{"text/event-stream", "data: x\n\n", "content type text/event-stream is not supported"},
 	} {
 		srv := serve(t, tc.contentType, tc.body)
