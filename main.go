@@ -9,6 +9,7 @@
 //	mcpmux check [--config DIR]                   connect to every server and report
 //	mcpmux tools [--config DIR] [--json]          print the merged catalog
 //	mcpmux import FILE [--config DIR] [--force]   write tool files from a client's MCP config
+//	mcpmux fetch-server [flags]                   serve the built-in fetch tool on stdio
 //	mcpmux version
 package main
 
@@ -33,6 +34,8 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"tools":   toolsCmd,
 	"import":  importCmd,
 	"version": versionCmd,
+	// The built-in fetch tool (fetchserver.go), run as a tool server.
+	"fetch-server": fetchServerCmd,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -62,6 +65,7 @@ Usage:
   mcpmux tools [--config DIR] [--json]        print the merged tool catalog
   mcpmux import FILE [--config DIR] [--force] write tool/*.yaml from a Claude Desktop,
                                               Cursor or VS Code MCP config
+  mcpmux fetch-server                         serve the built-in fetch tool (URL to Markdown) on stdio
   mcpmux version                              print the version
 
 DIR holds tool/*.yaml (one tool server each) and an optional mcpmux.yaml;
