@@ -242,8 +242,16 @@ func (s *Settings) Validate() error {
 	if !regexp.MustCompile(`^[A-Za-z0-9_-]{1,8}$`).MatchString(s.Separator) {
 		return fieldErr("separator", fmt.Errorf("%q must be 1-8 characters from [A-Za-z0-9_-], so exposed names stay valid for clients", s.Separator))
 	}
-	if s.Timeout < 0 || s.ConnectTimeout < 0 {
+	if s.Timeout < 0 {
 		return fieldErr("timeout", fmt.Errorf("must not be negative"))
+	}
+	if s.ConnectTimeout < 0 {
+		return fieldErr("connect_timeout", fmt.Errorf("must not be negative"))
+	}
+	for i, r := range s.Rewrite {
+		if r == nil {
+			return fieldErr(fmt.Sprintf("rewrite.%d", i), fmt.Errorf("empty rule"))
+		}
 	}
 	if err := validatePairs(s.ToolBlacklist); err != nil {
 		return fieldErr("tool_blacklist", err)

@@ -299,3 +299,18 @@ func TestMissingDirectory(t *testing.T) {
 		t.Errorf("empty dir: %v, %v", snap, err)
 	}
 }
+
+func TestSettingsValidation(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"connect_timeout: -1s\n", "connect_timeout: must not be negative"},
+		{"timeout: -5\n", "timeout: must not be negative"},
+		{"rewrite: [null]\n", "rewrite.0: empty rule"},
+		{"separator: \"::\"\n", "separator"},
+		{"profiles:\n  \"bad name\": {}\n", "not a valid profile name"},
+	} {
+		_, ferr := ParseSettings("mcpmux.yaml", []byte(tt.yaml), nil)
+		if ferr == nil || !strings.Contains(ferr.Error(), tt.want) {
+			t.Errorf("%q: error %v, want %q", tt.yaml, ferr, tt.want)
+		}
+	}
+}
