@@ -41,10 +41,12 @@ func newInstance(dir, task string, log *slog.Logger) (*instance, error) {
 		in.lastErrors[fe.Error()] = true
 	}
 	in.pool = upstream.NewPool(&upstream.Options{
-		Logger:         log,
-		ClientInfo:     &mcp.Implementation{Name: "mcpmux", Version: buildVersion()},
-		ConnectTimeout: snap.Settings.ConnectTimeout,
-		OnToolsChanged: func(string) { in.agg.Sync() },
+		Logger:            log,
+		ClientInfo:        &mcp.Implementation{Name: "mcpmux", Version: buildVersion()},
+		ConnectTimeout:    snap.Settings.ConnectTimeout,
+		OnChanged:         func(string) { in.agg.Sync() },
+		OnLog:             func(server string, p *mcp.LoggingMessageParams) { in.agg.BroadcastLog(server, p) },
+		OnResourceUpdated: func(server string, p *mcp.ResourceUpdatedNotificationParams) { in.agg.ResourceUpdated(server, p) },
 	})
 	in.agg = aggregator.New(&aggregator.Options{
 		Pool:     in.pool,

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -58,6 +59,8 @@ type Aggregator struct {
 	profiles map[string]*profile
 
 	watched sync.Map // *mcp.ServerSession → struct{}: sessions whose end we wait for
+	subs    subscriptions
+	levels  logLevels
 }
 
 // profile is one mcp.Server and the view it currently serves.
@@ -65,9 +68,12 @@ type profile struct {
 	name   string
 	server *mcp.Server
 	view   atomic.Pointer[view]
-	// registered maps exposed names to the hash of the definition given
-	// to the SDK; guarded by Aggregator.mu.
-	registered map[string]string
+	// registered maps exposed names (or URIs) to the hash of the
+	// definition given to the SDK; guarded by Aggregator.mu.
+	registered map[string]string // tools
+	prompts    map[string]string
+	resources  map[string]string
+	templates  map[string]string
 	http       atomic.Pointer[mcp.StreamableHTTPHandler]
 }
 
@@ -96,6 +102,7 @@ func New(opts *Options) *Aggregator {
 		settings:    settings,
 		catalog:     BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
 		profiles:    map[string]*profile{},
+		subs:        subscriptions{n: map[string]int{}},
 	}
 	a.current.Store(settings)
 	a.mu.Lock()
@@ -135,11 +142,15 @@ func (a *Aggregator) Sync() {
 }
 
 func (a *Aggregator) rebuildLocked() {
-	var servers []ServerTools
+	var servers []ServerFeatures
 	for _, s := range a.pool.Servers() {
-		servers = append(servers, ServerTools{Name: s.Name(), Prefix: s.Config().NamePrefix(), Tools: s.Tools()})
+		f := s.Features()
+		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
+			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates})
 	}
 	a.catalog = BuildCatalog(servers, a.settings.Separator, a.maxName)
+	// Servers added by a reload get the clients' log level too.
+	go a.pushLogLevel(context.Background(), a.levels.lowest())
 	for _, err := range a.catalog.Conflicts {
 		a.log.Error("tool not exposed", "error", err)
 	}
@@ -157,6 +168,9 @@ func (a *Aggregator) syncProfilesLocked() {
 		if !want[name] {
 			// Sessions still connected to a removed profile see it empty.
 			p.server.RemoveTools(slices.Collect(maps.Keys(p.registered))...)
+			p.server.RemovePrompts(slices.Collect(maps.Keys(p.prompts))...)
+			p.server.RemoveResources(slices.Collect(maps.Keys(p.resources))...)
+			p.server.RemoveResourceTemplates(slices.Collect(maps.Keys(p.templates))...)
 			delete(a.profiles, name)
 		}
 	}
@@ -171,16 +185,29 @@ func (a *Aggregator) syncProfilesLocked() {
 }
 
 func (a *Aggregator) newProfile(name string) *profile {
-	p := &profile{name: name, registered: map[string]string{}}
+	p := &profile{name: name, registered: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}}
 	p.view.Store(newView(name, BuildCatalog(nil, a.settings.Separator, a.maxName), a.settings))
 	p.server = mcp.NewServer(a.impl, &mcp.ServerOptions{
 		Logger: logs.QuietInfo(a.log.With("component", "mcp-server", "profile", name)),
-		// Advertise tools with listChanged even while the catalog is
+		// Advertise everything with listChanged even while the catalog is
 		// empty: a client connecting before any server is up must still
 		// learn that tools will come.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Logging:   &mcp.LoggingCapabilities{},
+		},
+		SubscribeHandler:   a.subscribe(p),
+		UnsubscribeHandler: a.unsubscribe(p),
+		CompletionHandler:  a.complete(p),
+		// mcpmux is stateful (per-client connections, list_changed on the
+		// session, server-to-client requests), as the 2026-07-28 protocol
+		// is not: clients negotiate 2025-11-25 or older, on stdio as over
+		// HTTP.
+		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.routeMiddleware(p))
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.routeMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 
@@ -205,6 +232,7 @@ func (a *Aggregator) applyView(p *profile, v *view) {
 		}
 		p.registered[name] = e.hash
 	}
+	a.registerFeatures(p, v)
 	p.view.Store(v)
 	if len(removed) > 0 {
 		slices.Sort(removed)
@@ -213,6 +241,18 @@ func (a *Aggregator) applyView(p *profile, v *view) {
 			delete(p.registered, name)
 		}
 	}
+}
+
+// statefulVersions are the protocol versions before the sessionless
+// 2026-07-28.
+func statefulVersions() []string {
+	var out []string
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if v < "2026-07-28" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // addTool registers a tool, turning the SDK's panics on definitions it
@@ -274,12 +314,22 @@ func (a *Aggregator) RunStdio(ctx context.Context, profileName string) error {
 	return s.Run(ctx, &mcp.StdioTransport{})
 }
 
-// waitReadyMiddleware holds tools/list and tools/call until the pool has
-// started, so that an early client neither sees a partial list nor calls a
-// tool that is about to appear.
+// needsCatalog reports whether answering method depends on the catalog.
+func needsCatalog(method string) bool {
+	for _, p := range []string{"tools/", "prompts/", "resources/", "completion/"} {
+		if strings.HasPrefix(method, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitReadyMiddleware holds requests about tools, prompts and resources
+// until the pool has started, so that an early client neither sees a
+// partial list nor calls a tool that is about to appear.
 func (a *Aggregator) waitReadyMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/list" || method == "tools/call" {
+		if needsCatalog(method) {
 			select {
 			case <-a.ready:
 			case <-ctx.Done():

@@ -81,7 +81,7 @@ func newHarness(t *testing.T, servers map[string]*mcp.Server, settingsYAML strin
 	h := &harness{t: t}
 	h.pool = upstream.NewPool(&upstream.Options{
 		ConnectTimeout: 5 * time.Second,
-		OnToolsChanged: func(string) { h.agg.Sync() },
+		OnChanged:      func(string) { h.agg.Sync() },
 		Transport: func(cfg *config.Server) mcp.Transport {
 			srv := servers[cfg.Name]
 			if srv == nil {

@@ -71,14 +71,15 @@ func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequ
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	task := a.taskID(req)
-	cp := upstream.CallParams{Task: task, Params: &mcp.CallToolParams{
-		Name:      e.Tool,
-		Arguments: args,
-		Meta:      forwardMeta(req.Params.Meta, task),
-	}}
-	if srv.Config().PerClient() {
-		cp.Client = a.clientID(req.Session)
+	task := a.taskOf(req.Params.Meta, req.Extra)
+	cp := upstream.CallParams{
+		Request: a.request(ctx, srv, req.Session, task),
+		Params: &mcp.CallToolParams{
+			Name:      e.Tool,
+			Arguments: args,
+			Meta:      forwardMeta(req.Params.Meta, task),
+		},
+		Progress: progressTo(ctx, req),
 	}
 	start := time.Now()
 	res, err := srv.CallTool(cctx, cp)
@@ -98,19 +99,43 @@ const TaskHeader = "X-Task-Id"
 // the server.
 const taskMetaKey = "task_id"
 
-// taskID is the caller's task: _meta.task_id of the call, else the
+// taskOf is the caller's task: _meta.task_id of the request, else the
 // X-Task-Id header of its HTTP request, else the instance's default
 // (--task-id or TASK_ID for a stdio instance).
-func (a *Aggregator) taskID(req *mcp.CallToolRequest) string {
-	if v, ok := req.Params.Meta[taskMetaKey].(string); ok && v != "" {
+func (a *Aggregator) taskOf(meta mcp.Meta, extra *mcp.RequestExtra) string {
+	if v, ok := meta[taskMetaKey].(string); ok && v != "" {
 		return cleanTaskID(v)
 	}
-	if req.Extra != nil && req.Extra.Header != nil {
-		if v := req.Extra.Header.Get(TaskHeader); v != "" {
+	if extra != nil && extra.Header != nil {
+		if v := extra.Header.Get(TaskHeader); v != "" {
 			return cleanTaskID(v)
 		}
 	}
 	return a.defaultTask
+}
+
+// progressTo returns the function that passes a server's progress
+// notifications to the client, under the client's own token; nil if the
+// client asked for no progress.
+func progressTo(ctx context.Context, req *mcp.CallToolRequest) func(context.Context, *mcp.ProgressNotificationParams) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return nil
+	}
+	ss := req.Session
+	return func(_ context.Context, p *mcp.ProgressNotificationParams) {
+		// The client request's context routes the notification to its
+		// response stream. The SDK hands a server's notifications to us
+		// apart from its answers, so one may trail the answer; it then goes
+		// out on its own rather than to a finished request's stream.
+		nctx := ctx
+		if nctx.Err() != nil {
+			nctx = context.Background()
+		}
+		_ = ss.NotifyProgress(nctx, &mcp.ProgressNotificationParams{
+			Meta: p.Meta, ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message,
+		})
+	}
 }
 
 // cleanTaskID keeps a task id fit for an environment variable and a log

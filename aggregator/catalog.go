@@ -11,11 +11,23 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ServerTools is what the catalog needs to know of one tool server.
-type ServerTools struct {
-	Name   string // config name, used in blacklists and routing
-	Prefix string // namespace in exposed names; "" for bare names
-	Tools  []*mcp.Tool
+// ServerFeatures is what the catalog needs to know of one tool server.
+type ServerFeatures struct {
+	Name      string // config name, used in blacklists and routing
+	Prefix    string // namespace in exposed names; "" for bare names
+	Tools     []*mcp.Tool
+	Prompts   []*mcp.Prompt
+	Resources []*mcp.Resource
+	Templates []*mcp.ResourceTemplate
+}
+
+// Item is one exposed prompt, resource or resource template.
+type Item[T any] struct {
+	Key    string // exposed name (prompts) or URI (resources, templates)
+	Server string // config name of the server
+	Orig   string // the server's own name or URI
+	Def    T      // definition as listed to clients
+	hash   string
 }
 
 // Entry is one exposed tool.
@@ -36,6 +48,10 @@ type Catalog struct {
 	prefixes map[string]string // prefix → server
 	// Conflicts lists tools that could not be exposed (a bare-name clash).
 	Conflicts []error
+
+	prompts   map[string]*Item[*mcp.Prompt]           // exposed name → prompt
+	resources map[string]*Item[*mcp.Resource]         // exposed URI → resource
+	templates map[string]*Item[*mcp.ResourceTemplate] // exposed URI template → template
 }
 
 // BuildCatalog indexes the tools of servers. Names follow ExposedName; when
@@ -43,11 +59,12 @@ type Catalog struct {
 // name order, tools in their server's order) gets the hashed form, except
 // that a server with bare names never displaces another: its clashing tool
 // is left out and reported in Conflicts.
-func BuildCatalog(servers []ServerTools, sep string, maxLen int) *Catalog {
-	c := &Catalog{sep: sep, byName: map[string]*Entry{}, prefixes: map[string]string{}}
+func BuildCatalog(servers []ServerFeatures, sep string, maxLen int) *Catalog {
+	c := &Catalog{sep: sep, byName: map[string]*Entry{}, prefixes: map[string]string{},
+		prompts: map[string]*Item[*mcp.Prompt]{}, resources: map[string]*Item[*mcp.Resource]{}, templates: map[string]*Item[*mcp.ResourceTemplate]{}}
 	servers = slices.Clone(servers)
 	// Prefixed servers first, so that bare names lose any clash.
-	slices.SortFunc(servers, func(a, b ServerTools) int {
+	slices.SortFunc(servers, func(a, b ServerFeatures) int {
 		if (a.Prefix == "") != (b.Prefix == "") {
 			if a.Prefix == "" {
 				return 1
@@ -84,7 +101,77 @@ func BuildCatalog(servers []ServerTools, sep string, maxLen int) *Catalog {
 		}
 	}
 	slices.SortFunc(c.entries, func(a, b *Entry) int { return strings.Compare(a.Name, b.Name) })
+	c.indexPromptsAndResources(servers, maxLen)
 	return c
+}
+
+// URIPrefix starts the exposed URI of a resource whose URI more than one
+// server uses: mcpmux://<server>/<the server's URI>, so that the mapping
+// stays reversible. A URI only one server uses is exposed unchanged.
+const URIPrefix = "mcpmux://"
+
+// ExposedURI returns the client-facing URI (or URI template) of a server's
+// resource; shared says whether another server uses the same URI.
+func ExposedURI(server, uri string, shared bool) string {
+	if !shared {
+		return uri
+	}
+	return URIPrefix + server + "/" + uri
+}
+
+// indexPromptsAndResources names prompts like tools (prefix, separator,
+// name) and exposes resources and templates under their own URIs, unless
+// several servers use the same one.
+func (c *Catalog) indexPromptsAndResources(servers []ServerFeatures, maxLen int) {
+	uses := map[string]int{}
+	for _, s := range servers {
+		seen := map[string]bool{}
+		for _, r := range s.Resources {
+			if r != nil && !seen[r.URI] {
+				seen[r.URI] = true
+				uses[r.URI]++
+			}
+		}
+		for _, t := range s.Templates {
+			if t != nil && !seen[t.URITemplate] {
+				seen[t.URITemplate] = true
+				uses[t.URITemplate]++
+			}
+		}
+	}
+	for _, s := range servers {
+		for _, p := range s.Prompts {
+			if p == nil || p.Name == "" {
+				continue
+			}
+			name := ExposedName(s.Prefix, c.sep, p.Name, maxLen)
+			if _, taken := c.prompts[name]; taken {
+				raw := s.Prefix + c.sep + p.Name
+				name = hashedName(sanitize(raw), raw, limit(maxLen))
+			}
+			d := *p
+			d.Name = name
+			c.prompts[name] = &Item[*mcp.Prompt]{Key: name, Server: s.Name, Orig: p.Name, Def: &d, hash: defHash(&d, s.Name, p.Name)}
+		}
+		for _, r := range s.Resources {
+			if r == nil || r.URI == "" {
+				continue
+			}
+			uri := ExposedURI(s.Name, r.URI, uses[r.URI] > 1)
+			d := *r
+			d.URI = uri
+			c.resources[uri] = &Item[*mcp.Resource]{Key: uri, Server: s.Name, Orig: r.URI, Def: &d, hash: defHash(&d, s.Name, r.URI)}
+		}
+		for _, t := range s.Templates {
+			if t == nil || t.URITemplate == "" {
+				continue
+			}
+			uri := ExposedURI(s.Name, t.URITemplate, uses[t.URITemplate] > 1)
+			d := *t
+			d.URITemplate = uri
+			c.templates[uri] = &Item[*mcp.ResourceTemplate]{Key: uri, Server: s.Name, Orig: t.URITemplate, Def: &d, hash: defHash(&d, s.Name, t.URITemplate)}
+		}
+	}
 }
 
 func limit(maxLen int) int {
@@ -158,7 +245,7 @@ func normalizeInputSchema(schema any) any {
 // defHash identifies a definition together with its route: a handler
 // captures the route, so a tool moving to another server must be
 // registered again even if its definition is the same.
-func defHash(t *mcp.Tool, server, tool string) string {
+func defHash(t any, server, tool string) string {
 	h := sha256.New()
 	if err := json.NewEncoder(h).Encode(t); err != nil {
 		fmt.Fprint(h, err)

@@ -90,7 +90,7 @@ func tools(names ...string) []*mcp.Tool {
 }
 
 func TestBuildCatalogNeverCollides(t *testing.T) {
-	cat := BuildCatalog([]ServerTools{
+	cat := BuildCatalog([]ServerFeatures{
 		{Name: "a", Prefix: "a", Tools: tools("b__c", "x", "x.y", "x_y")},
 		{Name: "a__b", Prefix: "a__b", Tools: tools("c")}, // a__b__c again
 		{Name: "bare", Prefix: "", Tools: tools("a__x", "solo")},
@@ -119,7 +119,7 @@ func TestBuildCatalogNeverCollides(t *testing.T) {
 		t.Errorf("Conflicts = %v, want the bare a__x clash", cat.Conflicts)
 	}
 	// Rebuilding from the same input gives the same names.
-	again := BuildCatalog([]ServerTools{
+	again := BuildCatalog([]ServerFeatures{
 		{Name: "bare", Prefix: "", Tools: tools("solo", "a__x")},
 		{Name: "a__b", Prefix: "a__b", Tools: tools("c")},
 		{Name: "a", Prefix: "a", Tools: tools("b__c", "x", "x.y", "x_y")},

@@ -1,6 +1,8 @@
 package aggregator
 
 import (
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpmux/mcpmux/config"
 )
 
@@ -15,6 +17,10 @@ type view struct {
 	hidden   map[string]*Entry   // blacklisted for this profile
 	byTool   map[string][]*Entry // server's tool name → visible entries
 	servers  map[string]bool     // servers of the profile; nil means all
+
+	prompts   map[string]*Item[*mcp.Prompt]
+	resources map[string]*Item[*mcp.Resource]
+	templates map[string]*Item[*mcp.ResourceTemplate]
 }
 
 // newView computes the view of profile name (DefaultProfile for the
@@ -51,7 +57,21 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 		v.visible[e.Name] = e
 		v.byTool[e.Tool] = append(v.byTool[e.Tool], e)
 	}
+	v.prompts = inProfile(v, cat.prompts)
+	v.resources = inProfile(v, cat.resources)
+	v.templates = inProfile(v, cat.templates)
 	return v
+}
+
+// inProfile keeps the items of the profile's servers.
+func inProfile[T any](v *view, all map[string]*Item[T]) map[string]*Item[T] {
+	out := make(map[string]*Item[T], len(all))
+	for k, it := range all {
+		if v.hasServer(it.Server) {
+			out[k] = it
+		}
+	}
+	return out
 }
 
 // hasServer reports whether the profile includes the server.

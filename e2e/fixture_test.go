@@ -20,6 +20,7 @@ var fixtures = map[string]func() *mcp.Server{
 	"echo":    echoFixture,
 	"collide": collideFixture,
 	"rich":    richFixture,
+	"all":     allFixture,
 }
 
 // runFixture serves mode on stdio, or misbehaves as the mode says.

@@ -30,8 +30,6 @@ const (
 	keepAliveFailures  = 3
 	terminateGrace     = 2 * time.Second // after closing stdin, before SIGTERM
 	killGrace          = 3 * time.Second // after SIGTERM, before SIGKILL
-	maxToolPages       = 100
-	maxToolsPerServer  = 10000
 	refreshListTimeout = 30 * time.Second
 )
 
@@ -50,6 +48,8 @@ type conn struct {
 	waitErr error         // why it ended; set before done is closed
 
 	mu       sync.Mutex
+	requests map[string]*inflight // by progress token
+	owner    Caller               // latest caller; the client of a per-client connection
 	inflight int
 	drained  chan struct{} // closed when draining and inflight reaches 0
 	draining bool
@@ -82,16 +82,8 @@ func (srv *Server) dial(parent context.Context, task string) (*conn, error) {
 // connect opens the session; ctx bounds the attempt and the connection.
 func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 	c := &conn{srv: srv, started: time.Now(), task: task, refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
-	client := mcp.NewClient(srv.opts.ClientInfo, &mcp.ClientOptions{
-		// No roots, sampling or elicitation are advertised: mcpmux does not
-		// answer them for the client, so a server must not rely on them.
-		Capabilities:              &mcp.ClientCapabilities{},
-		ToolListChangedHandler:    func(context.Context, *mcp.ToolListChangedRequest) { c.signalRefresh() },
-		LoggingMessageHandler:     srv.logDownstream,
-		KeepAlive:                 keepAliveInterval,
-		KeepAliveFailureThreshold: keepAliveFailures,
-		Logger:                    srv.sdkLog,
-	})
+	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions())
+	client.AddReceivingMiddleware(c.rootsMiddleware)
 	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocol}
 
 	if f := srv.opts.Transport; f != nil {

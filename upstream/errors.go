@@ -1,11 +1,7 @@
 package upstream
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // UnavailableError is returned for a call to a server that is not running.
@@ -41,21 +37,4 @@ type RPCError struct {
 
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("server %q answered with error %d: %s", e.Server, e.Code, e.Message)
-}
-
-// logDownstream logs a server's notifications/message.
-func (s *Server) logDownstream(ctx context.Context, req *mcp.LoggingMessageRequest) {
-	p := req.Params
-	level := slog.LevelInfo
-	switch p.Level {
-	case "debug":
-		level = slog.LevelDebug
-	case "notice", "info":
-		level = slog.LevelInfo
-	case "warning":
-		level = slog.LevelWarn
-	case "error", "critical", "alert", "emergency":
-		level = slog.LevelError
-	}
-	s.log.Log(ctx, level, "server log message", "logger", p.Logger, "data", p.Data)
 }

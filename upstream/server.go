@@ -8,7 +8,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,9 +49,14 @@ type Options struct {
 	// Self is the binary run for tool_command: mcpmux; empty means
 	// os.Executable.
 	Self string
-	// OnToolsChanged is called, on a goroutine of the server, after the
-	// tool list of a server in the pool changed.
-	OnToolsChanged func(server string)
+	// OnChanged is called, on a goroutine of the server, after the
+	// features (tools, prompts, resources) of a server changed.
+	OnChanged func(server string)
+	// OnLog receives a server's log messages sent while none of its
+	// clients' requests was running: server-wide messages.
+	OnLog func(server string, p *mcp.LoggingMessageParams)
+	// OnResourceUpdated receives a server's notifications/resources/updated.
+	OnResourceUpdated func(server string, p *mcp.ResourceUpdatedNotificationParams)
 	// Transport, if set, may return the transport for a server instead of
 	// a child process or HTTP; tests use it for in-memory servers. A nil
 	// result means the usual transport.
@@ -106,9 +110,10 @@ type Server struct {
 	restarts int
 	changed  chan struct{} // closed and replaced on every state change
 	cur      *conn         // the shared connection while up
-	tools    []*mcp.Tool   // last known tool list; kept while restarting
+	features Features      // last known lists; kept while restarting
 	clients  map[ClientID]*conn
 	dialing  map[ClientID]chan struct{}
+	logLevel mcp.LoggingLevel // the clients' lowest logging/setLevel; "" until one sets it
 }
 
 func newServer(cfg *config.Server, opts *Options) *Server {
@@ -141,10 +146,13 @@ func (s *Server) Config() *config.Server { return s.cfg }
 func (s *Server) Name() string { return s.cfg.Name }
 
 // Tools returns the last known tool list. The slice is never modified.
-func (s *Server) Tools() []*mcp.Tool {
+func (s *Server) Tools() []*mcp.Tool { return s.Features().Tools }
+
+// Features returns the last known lists of the server.
+func (s *Server) Features() Features {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.tools
+	return s.features
 }
 
 // Status reports the server's condition.
@@ -154,7 +162,7 @@ func (s *Server) Status() Status {
 	st := Status{
 		Name:     s.cfg.Name,
 		State:    s.state,
-		Tools:    len(s.tools),
+		Tools:    len(s.features.Tools),
 		Restarts: s.restarts,
 		Session:  s.cfg.Session,
 		Clients:  len(s.clients),
@@ -237,7 +245,7 @@ func (s *Server) supervise() {
 	}
 	defer finishFirst()
 	for {
-		c, tools, err := s.connectAndList()
+		c, features, err := s.connectAndList()
 		if s.ctx.Err() != nil {
 			if c != nil {
 				c.close()
@@ -264,17 +272,17 @@ func (s *Server) supervise() {
 			// The probe only served to learn the tools; each client gets
 			// its own connection.
 			c.close()
-			s.setUp(nil, tools)
+			s.setUp(nil, features)
 			finishFirst()
 			<-s.ctx.Done()
 			return
 		}
 
-		if !s.setUp(c, tools) {
+		if !s.setUp(c, features) {
 			c.close()
 			return
 		}
-		s.log.Info("server connected", "tools", len(tools), "pid", c.pid, "startup", time.Since(c.started).Round(time.Millisecond))
+		s.log.Info("server connected", "tools", len(features.Tools), "prompts", len(features.Prompts), "resources", len(features.Resources)+len(features.Templates), "pid", c.pid, "startup", time.Since(c.started).Round(time.Millisecond))
 		finishFirst()
 		go s.refreshLoop(c)
 
@@ -313,49 +321,50 @@ func connLostError(err error) error {
 	return fmt.Errorf("connection lost: %w", err)
 }
 
-// connectAndList dials and fetches the tool list.
-func (s *Server) connectAndList() (*conn, []*mcp.Tool, error) {
+// connectAndList dials and fetches the lists.
+func (s *Server) connectAndList() (*conn, Features, error) {
 	c, err := s.dial(s.ctx, "")
 	if err != nil {
-		return nil, nil, err
+		return nil, Features{}, err
 	}
 	c.watch()
 	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
 	defer cancel()
-	tools, err := listTools(ctx, c.cs)
+	s.applyLogLevel(ctx, c)
+	f, err := listFeatures(ctx, c.cs)
 	if err != nil {
 		c.close()
-		return nil, nil, fmt.Errorf("listing tools: %w", err)
+		return nil, Features{}, err
 	}
-	return c, tools, nil
+	return c, f, nil
 }
 
-// setUp publishes a working connection and its tools. It reports false if
+// setUp publishes a working connection and its lists. It reports false if
 // the server was stopped meanwhile.
-func (s *Server) setUp(c *conn, tools []*mcp.Tool) bool {
+func (s *Server) setUp(c *conn, f Features) bool {
 	s.mu.Lock()
 	if s.state == StateStopped {
 		s.mu.Unlock()
 		return false
 	}
 	s.cur = c
-	changed := !sameTools(s.tools, tools)
-	s.tools = tools
+	changed := !s.features.same(f)
+	s.features = f
 	s.setState(StateUp, nil)
 	s.mu.Unlock()
 	if changed {
-		s.notifyToolsChanged()
+		s.notifyChanged()
 	}
 	return true
 }
 
-func (s *Server) notifyToolsChanged() {
-	if f := s.opts.OnToolsChanged; f != nil {
+func (s *Server) notifyChanged() {
+	if f := s.opts.OnChanged; f != nil {
 		f(s.cfg.Name)
 	}
 }
 
-// refreshLoop re-lists tools whenever the server says they changed.
+// refreshLoop re-lists everything whenever the server says a list changed.
 func (s *Server) refreshLoop(c *conn) {
 	for {
 		select {
@@ -366,55 +375,23 @@ func (s *Server) refreshLoop(c *conn) {
 		case <-c.refresh:
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, refreshListTimeout)
-		tools, err := listTools(ctx, c.cs)
+		f, err := listFeatures(ctx, c.cs)
 		cancel()
 		if err != nil {
-			s.log.Warn("refreshing tool list failed", "error", err)
+			s.log.Warn("refreshing the server's lists failed", "error", err)
 			continue
 		}
 		s.mu.Lock()
-		changed := s.cur == c && !sameTools(s.tools, tools)
+		changed := s.cur == c && !s.features.same(f)
 		if changed {
-			s.tools = tools
+			s.features = f
 		}
 		s.mu.Unlock()
 		if changed {
-			s.log.Info("server's tool list changed", "tools", len(tools))
-			s.notifyToolsChanged()
+			s.log.Info("server's lists changed", "tools", len(f.Tools), "prompts", len(f.Prompts), "resources", len(f.Resources)+len(f.Templates))
+			s.notifyChanged()
 		}
 	}
-}
-
-// listTools fetches every page of the tool list, within sane bounds.
-func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
-	var tools []*mcp.Tool
-	params := &mcp.ListToolsParams{}
-	for page := 0; ; page++ {
-		if page == maxToolPages {
-			return nil, fmt.Errorf("more than %d pages of tools", maxToolPages)
-		}
-		res, err := cs.ListTools(ctx, params)
-		if err != nil {
-			return nil, err
-		}
-		tools = append(tools, res.Tools...)
-		if len(tools) > maxToolsPerServer {
-			return nil, fmt.Errorf("more than %d tools", maxToolsPerServer)
-		}
-		if res.NextCursor == "" {
-			return tools, nil
-		}
-		params.Cursor = res.NextCursor
-	}
-}
-
-func sameTools(a, b []*mcp.Tool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
 // sleep waits d or until Stop; it reports whether to go on.
@@ -429,26 +406,98 @@ func (s *Server) sleep(d time.Duration) bool {
 	}
 }
 
-// CallParams is one tool call for a server.
-type CallParams struct {
+// Request says on whose behalf a request runs.
+type Request struct {
 	Client ClientID // caller's session, for per-client servers
 	Task   string   // caller's task id, for the environment of a per-client child
+	Caller Caller   // receives the server's requests and logs meanwhile; may be nil
+}
+
+// CallParams is one tool call for a server.
+type CallParams struct {
+	Request
 	Params *mcp.CallToolParams
+	// Progress, if set, receives the server's progress notifications for
+	// the call (with mcpmux's token; the caller maps it back).
+	Progress func(context.Context, *mcp.ProgressNotificationParams)
 }
 
 // CallTool calls a tool on the server. Errors are of the types in errors.go
 // or the context's error; a tool's own failure is a result with IsError.
 func (s *Server) CallTool(ctx context.Context, p CallParams) (*mcp.CallToolResult, error) {
-	c, err := s.acquire(ctx, p.Client, p.Task)
+	return run(ctx, s, p.Request, p.Progress, func(ctx context.Context, cs *mcp.ClientSession, token string) (*mcp.CallToolResult, error) {
+		params := *p.Params
+		if p.Progress != nil {
+			params.Meta = withProgressToken(params.Meta, token)
+		}
+		return cs.CallTool(ctx, &params)
+	})
+}
+
+// GetPrompt gets a prompt from the server.
+func (s *Server) GetPrompt(ctx context.Context, r Request, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	return run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.GetPromptResult, error) {
+		return cs.GetPrompt(ctx, p)
+	})
+}
+
+// ReadResource reads a resource from the server.
+func (s *Server) ReadResource(ctx context.Context, r Request, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	return run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.ReadResourceResult, error) {
+		return cs.ReadResource(ctx, p)
+	})
+}
+
+// Complete asks the server for completions.
+func (s *Server) Complete(ctx context.Context, r Request, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	return run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.CompleteResult, error) {
+		return cs.Complete(ctx, p)
+	})
+}
+
+// Subscribe subscribes to updates of a resource, on the caller's
+// connection (the shared one, or the caller's own).
+func (s *Server) Subscribe(ctx context.Context, r Request, uri string) error {
+	_, err := run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
+		return struct{}{}, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	})
+	return err
+}
+
+// Unsubscribe ends a subscription made with Subscribe.
+func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
+	_, err := run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
+		return struct{}{}, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+	return err
+}
+
+// run sends one request on a connection for r, registered as in flight so
+// that what the server asks or says meanwhile reaches r.Caller.
+func run[R any](ctx context.Context, s *Server, r Request, progress func(context.Context, *mcp.ProgressNotificationParams), send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
+	var zero R
+	c, err := s.acquire(ctx, r.Client, r.Task)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer c.release()
-	res, err := c.cs.CallTool(ctx, p.Params)
+	token := newProgressToken()
+	defer c.begin(token, &inflight{caller: r.Caller, progress: progress})()
+	res, err := send(ctx, c.cs, token)
 	if err != nil {
-		return nil, s.callError(ctx, c, err)
+		return zero, s.callError(ctx, c, err)
 	}
 	return res, nil
+}
+
+// withProgressToken returns a copy of m with our progress token.
+func withProgressToken(m mcp.Meta, token string) mcp.Meta {
+	out := make(mcp.Meta, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	out["progressToken"] = token
+	return out
 }
 
 // callError classifies a failed call.
@@ -540,6 +589,9 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*
 		s.mu.Unlock()
 
 		c, err := s.dial(s.ctx, task)
+		if err == nil {
+			s.applyLogLevel(ctx, c)
+		}
 
 		s.mu.Lock()
 		delete(s.dialing, id)

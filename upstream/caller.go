@@ -1,0 +1,187 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Caller is the client on whose behalf a request runs. What a server asks
+// of its client while serving the request — sampling, elicitation, roots —
+// and the log messages it sends meanwhile are forwarded to the Caller.
+type Caller interface {
+	// ID identifies the client session: two Callers with the same ID are
+	// the same client.
+	ID() string
+	CreateMessage(context.Context, *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error)
+	Elicit(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
+	Log(context.Context, *mcp.LoggingMessageParams)
+}
+
+// inflight is one request running on a connection.
+type inflight struct {
+	done     bool // answered; still routes trailing progress
+	caller   Caller
+	progress func(context.Context, *mcp.ProgressNotificationParams) // nil: the client asked for none
+}
+
+// progressTokens numbers the progress tokens mcpmux gives servers: a
+// client's own token is meaningless (and may collide) on a shared
+// connection, so each downstream call gets one of ours, mapped back.
+var progressTokens atomic.Uint64
+
+func newProgressToken() string { return "mcpmux-" + strconv.FormatUint(progressTokens.Add(1), 10) }
+
+// begin registers a request on c; the returned func ends it.
+func (c *conn) begin(token string, r *inflight) func() {
+	c.mu.Lock()
+	if c.requests == nil {
+		c.requests = map[string]*inflight{}
+	}
+	c.requests[token] = r
+	if r.caller != nil {
+		c.owner = r.caller // per-client connections: the latest is the client
+	}
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		r.done = true
+		c.mu.Unlock()
+		// The SDK hands a server's notifications to their handler apart
+		// from its answers, so progress sent before the answer may be
+		// handled just after it: keep routing the token for a moment.
+		time.AfterFunc(progressLinger, func() {
+			c.mu.Lock()
+			delete(c.requests, token)
+			c.mu.Unlock()
+		})
+	}
+}
+
+// progressLinger is how long a finished request's progress token is still
+// routed.
+const progressLinger = 2 * time.Second
+
+var (
+	errNoCaller  = errors.New("mcpmux forwards this request only while a client's call is running on the server")
+	errAmbiguous = errors.New("calls of several clients are running on this shared connection, so mcpmux cannot tell whose request this is (give the server session: per-client)")
+)
+
+// callers returns the distinct clients with requests running on c; for a
+// per-client connection, its client even between calls.
+func (c *conn) callers() []Caller {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Caller
+	seen := map[string]bool{}
+	for _, r := range c.requests {
+		if r.caller != nil && !r.done && !seen[r.caller.ID()] {
+			seen[r.caller.ID()] = true
+			out = append(out, r.caller)
+		}
+	}
+	if len(out) == 0 && c.srv.cfg.PerClient() && c.owner != nil {
+		out = append(out, c.owner)
+	}
+	return out
+}
+
+// caller returns the one client a server's request belongs to.
+func (c *conn) caller() (Caller, error) {
+	switch cs := c.callers(); len(cs) {
+	case 1:
+		return cs[0], nil
+	case 0:
+		return nil, errNoCaller
+	default:
+		return nil, errAmbiguous
+	}
+}
+
+// forwardError is the JSON-RPC error a server gets when its request cannot
+// be forwarded.
+func forwardError(method string, err error) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpmux could not forward %s to a client: %v", method, err)}
+}
+
+// clientOptions are the handlers through which a server reaches the
+// clients of its calls.
+func (c *conn) clientOptions() *mcp.ClientOptions {
+	s := c.srv
+	return &mcp.ClientOptions{
+		// Roots, sampling and elicitation are offered to servers and
+		// forwarded to the calling client; one that lacks them gets a clear
+		// error (see Caller).
+		Capabilities: &mcp.ClientCapabilities{
+			RootsV2:     &mcp.RootCapabilities{},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+		},
+		CreateMessageWithToolsHandler: func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			cl, err := c.caller()
+			if err != nil {
+				return nil, forwardError("sampling/createMessage", err)
+			}
+			return cl.CreateMessage(ctx, req.Params)
+		},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			cl, err := c.caller()
+			if err != nil {
+				return nil, forwardError("elicitation/create", err)
+			}
+			return cl.Elicit(ctx, req.Params)
+		},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.signalRefresh() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.signalRefresh() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.signalRefresh() },
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if f := s.opts.OnResourceUpdated; f != nil {
+				f(s.cfg.Name, req.Params)
+			}
+		},
+		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			s.logDownstream(ctx, req)
+			if callers := c.callers(); len(callers) > 0 {
+				for _, cl := range callers {
+					cl.Log(ctx, req.Params)
+				}
+			} else if f := s.opts.OnLog; f != nil {
+				f(s.cfg.Name, req.Params)
+			}
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			token, _ := req.Params.ProgressToken.(string)
+			c.mu.Lock()
+			r := c.requests[token]
+			c.mu.Unlock()
+			if r != nil && r.progress != nil {
+				r.progress(ctx, req.Params)
+			}
+		},
+		KeepAlive:                 keepAliveInterval,
+		KeepAliveFailureThreshold: keepAliveFailures,
+		Logger:                    s.sdkLog,
+	}
+}
+
+// rootsHandler answers roots/list for the server; the go-sdk client
+// answers from its own root list, so this is installed as middleware.
+func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "roots/list" {
+			return next(ctx, method, req)
+		}
+		cl, err := c.caller()
+		if err != nil {
+			return nil, forwardError("roots/list", err)
+		}
+		p, _ := req.GetParams().(*mcp.ListRootsParams)
+		return cl.ListRoots(ctx, p)
+	}
+}

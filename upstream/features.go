@@ -1,0 +1,120 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Features is what a server offers: the lists it answers for tools/list,
+// prompts/list, resources/list and resources/templates/list. A list the
+// server does not advertise in its capabilities is empty. Values are never
+// modified once published.
+type Features struct {
+	Tools     []*mcp.Tool
+	Prompts   []*mcp.Prompt
+	Resources []*mcp.Resource
+	Templates []*mcp.ResourceTemplate
+	// Subscribe reports whether the server supports resources/subscribe.
+	Subscribe bool
+	// Completions reports whether the server supports completion/complete.
+	Completions bool
+}
+
+const (
+	maxPages         = 100   // per list
+	maxItemsPerList  = 10000 // per list and server
+	listItemsMessage = "more than %d %s"
+)
+
+// listFeatures fetches every page of every list the server advertises.
+func listFeatures(ctx context.Context, cs *mcp.ClientSession) (Features, error) {
+	var f Features
+	caps := &mcp.ServerCapabilities{}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
+		caps = ir.Capabilities
+	}
+	var err error
+	// Tools are listed even when not advertised: some servers forget the
+	// capability, and a server without tools answers with an empty list or
+	// an error we can report.
+	if f.Tools, err = listAll(ctx, "tools", func(c string) ([]*mcp.Tool, string, error) {
+		r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Tools, r.NextCursor, nil
+	}); err != nil {
+		if caps.Tools != nil {
+			return f, fmt.Errorf("listing tools: %w", err)
+		}
+		f.Tools = nil
+	}
+	if caps.Prompts != nil {
+		if f.Prompts, err = listAll(ctx, "prompts", func(c string) ([]*mcp.Prompt, string, error) {
+			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: c})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Prompts, r.NextCursor, nil
+		}); err != nil {
+			return f, fmt.Errorf("listing prompts: %w", err)
+		}
+	}
+	if caps.Resources != nil {
+		f.Subscribe = caps.Resources.Subscribe
+		if f.Resources, err = listAll(ctx, "resources", func(c string) ([]*mcp.Resource, string, error) {
+			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: c})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Resources, r.NextCursor, nil
+		}); err != nil {
+			return f, fmt.Errorf("listing resources: %w", err)
+		}
+		if f.Templates, err = listAll(ctx, "resource templates", func(c string) ([]*mcp.ResourceTemplate, string, error) {
+			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: c})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.ResourceTemplates, r.NextCursor, nil
+		}); err != nil {
+			return f, fmt.Errorf("listing resource templates: %w", err)
+		}
+	}
+	f.Completions = caps.Completions != nil
+	return f, nil
+}
+
+// listAll follows cursors, within sane bounds: a server that pages forever
+// or lists millions of items is an error, not a hang.
+func listAll[T any](ctx context.Context, what string, page func(cursor string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	cursor := ""
+	for n := 0; ; n++ {
+		if n == maxPages {
+			return nil, fmt.Errorf("more than %d pages of %s", maxPages, what)
+		}
+		items, next, err := page(cursor)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if len(all) > maxItemsPerList {
+			return nil, fmt.Errorf(listItemsMessage, maxItemsPerList, what)
+		}
+		if next == "" {
+			return all, nil
+		}
+		cursor = next
+	}
+}
+
+// same reports whether two feature sets list the same things.
+func (f Features) same(g Features) bool {
+	a, err1 := json.Marshal(f)
+	b, err2 := json.Marshal(g)
+	return err1 == nil && err2 == nil && string(a) == string(b)
+}

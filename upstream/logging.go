@@ -1,0 +1,72 @@
+package upstream
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// SetLoggingLevel asks the server to send log messages at level and above
+// (logging/setLevel). The level is kept and set again on every new
+// connection: after a restart, and on each per-client connection. Servers
+// that do not advertise logging are not asked.
+func (s *Server) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) {
+	s.mu.Lock()
+	s.logLevel = level
+	var conns []*conn
+	if s.cur != nil {
+		conns = append(conns, s.cur)
+	}
+	for _, c := range s.clients {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.setLogLevel(ctx, level)
+	}
+}
+
+// applyLogLevel sets the kept level on a new connection.
+func (s *Server) applyLogLevel(ctx context.Context, c *conn) {
+	s.mu.Lock()
+	level := s.logLevel
+	s.mu.Unlock()
+	if level != "" {
+		c.setLogLevel(ctx, level)
+	}
+}
+
+func (c *conn) setLogLevel(ctx context.Context, level mcp.LoggingLevel) {
+	ir := c.cs.InitializeResult()
+	if ir == nil || ir.Capabilities == nil || ir.Capabilities.Logging == nil {
+		return
+	}
+	if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+		c.srv.log.Debug("setting the server's log level failed", "level", level, "error", err)
+	}
+}
+
+// logDownstream logs a server's notifications/message in mcpmux's log.
+func (s *Server) logDownstream(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	p := req.Params
+	level := slog.LevelInfo
+	switch p.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "notice", "info":
+		level = slog.LevelInfo
+	case "warning":
+		level = slog.LevelWarn
+	case "error", "critical", "alert", "emergency":
+		level = slog.LevelError
+	}
+	s.log.Log(ctx, level, "server log message", "logger", p.Logger, "data", p.Data)
+}
+
+// LoggingLevel returns the level set with SetLoggingLevel, or "".
+func (s *Server) LoggingLevel() mcp.LoggingLevel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logLevel
+}
