@@ -20,10 +20,17 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
 
 func main() {
+	// A stdio client that leaves closes our stdout; a late write there must
+	// fail with EPIPE (and mcpmux shut down as for a closed stdin) instead of
+	// the Go runtime killing us with SIGPIPE. Notify, not Ignore: an ignored
+	// signal would be inherited by every tool server we start.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

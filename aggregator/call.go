@@ -125,9 +125,10 @@ func progressTo(ctx context.Context, req *mcp.CallToolRequest) func(context.Cont
 	ss := req.Session
 	return func(_ context.Context, p *mcp.ProgressNotificationParams) {
 		// The client request's context routes the notification to its
-		// response stream. The SDK hands a server's notifications to us
-		// apart from its answers, so one may trail the answer; it then goes
-		// out on its own rather than to a finished request's stream.
+		// response stream. upstream holds the answer until the progress
+		// sent before it has come through here (see upstream/order.go);
+		// should one still trail the answer, it goes out on its own rather
+		// than to a finished request's stream.
 		nctx := ctx
 		if nctx.Err() != nil {
 			nctx = context.Background()

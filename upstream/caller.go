@@ -146,6 +146,7 @@ func (c *conn) clientOptions() *mcp.ClientOptions {
 			}
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			defer c.gate.sawHandled()
 			s.logDownstream(ctx, req)
 			if callers := c.callers(); len(callers) > 0 {
 				for _, cl := range callers {
@@ -156,6 +157,7 @@ func (c *conn) clientOptions() *mcp.ClientOptions {
 			}
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			defer c.gate.sawHandled()
 			token, _ := req.Params.ProgressToken.(string)
 			c.mu.Lock()
 			r := c.requests[token]

@@ -43,6 +43,7 @@ type conn struct {
 	started time.Time
 	task    string // task id the connection was opened for (per-client)
 
+	gate    *progressGate // orders answers after the progress before them
 	refresh chan struct{} // tools/list_changed seen; capacity 1, coalescing
 	done    chan struct{} // closed when the session has ended (see watch)
 	waitErr error         // why it ended; set before done is closed
@@ -81,14 +82,14 @@ func (srv *Server) dial(parent context.Context, task string) (*conn, error) {
 
 // connect opens the session; ctx bounds the attempt and the connection.
 func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
-	c := &conn{srv: srv, started: time.Now(), task: task, refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
+	c := &conn{srv: srv, started: time.Now(), task: task, gate: newProgressGate(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
 	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions())
 	client.AddReceivingMiddleware(c.rootsMiddleware)
 	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocol}
 
 	if f := srv.opts.Transport; f != nil {
 		if t := f(srv.cfg); t != nil {
-			cs, err := client.Connect(ctx, t, sessOpts)
+			cs, err := client.Connect(ctx, countTransport(t, c.gate), sessOpts)
 			if err != nil {
 				return nil, fmt.Errorf("connecting: %w", err)
 			}
@@ -97,7 +98,7 @@ func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 		}
 	}
 	if srv.cfg.IsRemote() {
-		cs, err := srv.dialRemote(ctx, client, sessOpts)
+		cs, err := srv.dialRemote(ctx, client, sessOpts, c.gate)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +110,7 @@ func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, sessOpts)
+	cs, err := client.Connect(ctx, countTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, c.gate), sessOpts)
 	if cmd.Process != nil {
 		c.pid = cmd.Process.Pid
 	}
@@ -136,8 +137,8 @@ func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 
 // dialRemote connects over Streamable HTTP and falls back to legacy SSE when
 // the server does not speak it (as the MCP spec's compatibility notes say).
-func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
-	hc := &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers}}
+func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp.ClientSessionOptions, gate *progressGate) (*mcp.ClientSession, error) {
+	hc := &http.Client{Transport: &progressBodies{base: &headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers}, gate: gate}}
 	sse := func() (*mcp.ClientSession, error) {
 		return client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc}, opts)
 	}

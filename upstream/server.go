@@ -487,6 +487,7 @@ func run[R any](ctx context.Context, s *Server, r Request, progress func(context
 	if err != nil {
 		return zero, s.callError(ctx, c, err)
 	}
+	c.gate.wait(ctx)
 	return res, nil
 }
 

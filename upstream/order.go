@@ -1,0 +1,196 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Notification ordering.
+//
+// The go-sdk reads a server's messages in order, but hands an answer to its
+// caller straight from the reader while notifications wait in a handler
+// queue. So a call can return before the progress and log messages the
+// server sent ahead of its answer have been handled; forwarded that late,
+// they reach the client after the answer, or over Streamable HTTP on
+// another stream (out of order) or not at all. A progressGate counts those
+// notifications as the transport reads them and as our handlers finish
+// them, and a call holds its answer until everything read before the
+// answer has been handled.
+
+// progressWait bounds the wait: a notification the SDK drops before our
+// handler (malformed params) must not hold answers up for longer.
+const progressWait = time.Second
+
+type progressGate struct {
+	mu      sync.Mutex
+	read    uint64        // gated notifications read by the transport
+	handled uint64        // gated notifications our handlers have finished
+	changed chan struct{} // closed and replaced whenever handled grows
+}
+
+func newProgressGate() *progressGate { return &progressGate{changed: make(chan struct{})} }
+
+func (g *progressGate) sawRead() {
+	g.mu.Lock()
+	g.read++
+	g.mu.Unlock()
+}
+
+func (g *progressGate) sawHandled() {
+	g.mu.Lock()
+	g.handled++
+	close(g.changed)
+	g.changed = make(chan struct{})
+	g.mu.Unlock()
+}
+
+// wait returns once every progress notification read so far has been
+// handled, or after progressWait, or when ctx ends.
+func (g *progressGate) wait(ctx context.Context) {
+	g.mu.Lock()
+	target := g.read
+	g.mu.Unlock()
+	timer := time.NewTimer(progressWait)
+	defer timer.Stop()
+	for {
+		g.mu.Lock()
+		if g.handled >= target {
+			g.mu.Unlock()
+			return
+		}
+		changed := g.changed
+		g.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			// Something read was never handled: stop waiting for it.
+			g.mu.Lock()
+			g.handled = max(g.handled, target)
+			g.mu.Unlock()
+			return
+		}
+	}
+}
+
+// gated reports whether a notification method is one a call's answer
+// waits for: those forwarded to the caller of the call.
+func gated(method string) bool {
+	return method == "notifications/progress" || method == "notifications/message"
+}
+
+// countTransport makes t report the gated notifications it reads to g.
+// Streamable HTTP connections cannot be wrapped (the SDK relies on their
+// unexported methods); their notifications are counted in the HTTP bodies
+// instead, by progressBodies.
+func countTransport(t mcp.Transport, g *progressGate) mcp.Transport {
+	if _, ok := t.(*mcp.StreamableClientTransport); ok {
+		return t
+	}
+	return &countingTransport{Transport: t, gate: g}
+}
+
+type countingTransport struct {
+	mcp.Transport
+	gate *progressGate
+}
+
+func (t *countingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Connection: c, gate: t.gate}, nil
+}
+
+type countingConn struct {
+	mcp.Connection
+	gate *progressGate
+}
+
+func (c *countingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && gated(req.Method) {
+		c.gate.sawRead()
+	}
+	return msg, err
+}
+
+// progressBodies counts the gated notifications in the SSE streams of
+// a Streamable HTTP connection as the SDK reads them: each event is one
+// line "data: <message>".
+type progressBodies struct {
+	base http.RoundTripper
+	gate *progressGate
+}
+
+func (t *progressBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &sseCounter{ReadCloser: resp.Body, gate: t.gate}
+	}
+	return resp, err
+}
+
+// maxCountedLine is the longest SSE line looked at: gated notifications
+// are small, and an answer of many megabytes must not be buffered.
+const maxCountedLine = 8 << 10
+
+// gatedMethods are gated's methods as the go-sdk and the TypeScript SDK
+// encode them (without spaces).
+var gatedMethods = [][]byte{[]byte(`"method":"notifications/progress"`), []byte(`"method":"notifications/message"`)}
+
+func isGatedEvent(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte("data:")) {
+		return false
+	}
+	for _, m := range gatedMethods {
+		if bytes.Contains(line, m) {
+			return true
+		}
+	}
+	return false
+}
+
+type sseCounter struct {
+	io.ReadCloser
+	gate *progressGate
+	line []byte // the current line so far, up to maxCountedLine
+	long bool   // the current line is longer than that
+}
+
+func (b *sseCounter) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	for rest := p[:n]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		part := rest
+		if i >= 0 {
+			part = rest[:i]
+		}
+		if !b.long {
+			if len(b.line)+len(part) > maxCountedLine {
+				b.long, b.line = true, b.line[:0]
+			} else {
+				b.line = append(b.line, part...)
+			}
+		}
+		if i < 0 {
+			break
+		}
+		if !b.long && isGatedEvent(b.line) {
+			b.gate.sawRead()
+		}
+		b.line, b.long = b.line[:0], false
+		rest = rest[i+1:]
+	}
+	return n, err
+}
