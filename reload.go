@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // desired is the configuration the pool should run after a reload: each
@@ -86,6 +88,7 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 	}
 	if d.same(in.running) {
 		in.log.Debug("config reloaded: no change")
+		in.agg.Metrics().Reload(reloadResult(snap, false, upstream.Changes{}))
 		return
 	}
 	settingsChanged := d.settings.Hash != in.running.settings.Hash
@@ -113,6 +116,20 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 		attrs = append(attrs, "failed_"+name, err.Error())
 	}
 	in.log.Info("config reloaded", attrs...)
+	in.agg.Metrics().Reload(reloadResult(snap, true, ch))
+}
+
+// reloadResult is the result label of a reload in mcpmux_config_reloads_total.
+func reloadResult(snap *config.Snapshot, applied bool, ch upstream.Changes) string {
+	switch {
+	case len(ch.Failed) > 0:
+		return metrics.ReloadFailed
+	case len(snap.Errors) > 0:
+		return metrics.ReloadInvalid
+	case applied:
+		return metrics.ReloadApplied
+	}
+	return metrics.ReloadUnchanged
 }
 
 func (d *desired) server(name string) *config.Server {

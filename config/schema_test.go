@@ -298,6 +298,10 @@ rewrite:
 	{doc: "rewrite: [{name: x, tool: y}]\n"},
 	{doc: "rewrite: [{name: x, fallback: {tool: t, arg: {}}}]\n"},
 	{doc: "rewrite: [{name: x, redact: \"yes\"}]\n"},
+	{doc: "meta_tools: [status, find_tools, call_tool]\n", valid: true},
+	{doc: "meta_tools: [stats]\n"},
+	{doc: "meta_tools: [status, status]\n"},
+	{doc: "meta_tools: status\n"},
 }
 
 func TestSchemaAgreesWithLoader(t *testing.T) {
