@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // MetaServer is the namespace of the tools mcpmux serves itself when
@@ -175,7 +176,7 @@ func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *mcp.CallToolRe
 		}
 		out.Servers = append(out.Servers, ServerState{Name: st.Name, State: string(st.State), Error: st.Error, Tools: st.Tools,
 			Restarts: st.Restarts, Transport: st.Transport, Session: st.Session, Clients: st.Clients, Since: st.Since})
-		if st.State == "up" {
+		if st.State == upstream.StateUp {
 			up++
 		}
 		fmt.Fprintf(&b, "\n- %s: %s, %d tools, %s, %s session, %d restarts, since %s", st.Name, st.State, st.Tools, st.Transport, st.Session, st.Restarts, st.Since.UTC().Format(time.RFC3339))

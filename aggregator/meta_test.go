@@ -241,3 +241,20 @@ func TestSearchWords(t *testing.T) {
 		}
 	}
 }
+
+// A rebuild must not register meta tools again (AddTool notifies clients
+// even for an identical tool): their hash is the same in every view.
+func TestMetaToolsAreStableAcrossRebuilds(t *testing.T) {
+	h := metaHarness(t, allMetaTools)
+	before := h.agg.profile(DefaultProfile).view.Load()
+	h.agg.Sync()
+	after := h.agg.profile(DefaultProfile).view.Load()
+	if before == after {
+		t.Fatal("Sync published no new view")
+	}
+	for _, name := range []string{"mcpmux__status", "mcpmux__find_tools", "mcpmux__call_tool"} {
+		if b, a := before.visible[name], after.visible[name]; b == nil || a == nil || b.hash != a.hash {
+			t.Errorf("%s: hash changed across a rebuild (or missing)", name)
+		}
+	}
+}
