@@ -87,8 +87,10 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 		in.lastErrors[fe.Error()] = true
 	}
 	if d.same(in.running) {
-		in.log.Debug("config reloaded: no change")
+		// Counted before it is logged, so that whoever reads the log line
+		// finds the count.
 		in.agg.Metrics().Reload(reloadResult(snap, false, upstream.Changes{}))
+		in.log.Debug("config reloaded: no change")
 		return
 	}
 	settingsChanged := d.settings.Hash != in.running.settings.Hash
@@ -115,8 +117,8 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 		in.log.Error("server restart failed; the previous version keeps serving", "server", name, "error", err)
 		attrs = append(attrs, "failed_"+name, err.Error())
 	}
-	in.log.Info("config reloaded", attrs...)
 	in.agg.Metrics().Reload(reloadResult(snap, true, ch))
+	in.log.Info("config reloaded", attrs...)
 }
 
 // reloadResult is the result label of a reload in mcpmux_config_reloads_total.

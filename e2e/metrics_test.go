@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -92,6 +93,11 @@ func TestMetricsScrapedOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.logs.waitFor(t, regexp.MustCompile(`msg="config reloaded" [^\n]*added=\[late\]`))
+	// And one that finds an invalid file, which changes nothing else.
+	if err := os.WriteFile(filepath.Join(dir, "tool/broken.yaml"), []byte("name: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.logs.waitFor(t, regexp.MustCompile(`msg="config reloaded: no change"`))
 
 	for _, bad := range []string{"", "Bearer wrong"} {
 		if resp, _ := getMetrics(t, p, bad); resp.StatusCode != http.StatusUnauthorized {
@@ -118,7 +124,7 @@ func TestMetricsScrapedOverHTTP(t *testing.T) {
 		{"mcpmux_rule_hits_total", []string{"kind", "corrected", "rule", "auto-correction"}, 1},
 		{"mcpmux_rule_hits_total", []string{"kind", "refused", "rule", "tool_blacklist"}, 1},
 		{"mcpmux_config_reloads_total", []string{"result", "applied"}, 1},
-		{"mcpmux_client_sessions", []string{"profile", ""}, 1},
+		{"mcpmux_config_reloads_total", []string{"result", "invalid"}, 1},
 		{"mcpmux_server_state", []string{"server", "echo", "state", "up"}, 1},
 		{"mcpmux_server_state", []string{"server", "late", "state", "up"}, 1},
 		{"mcpmux_server_state", []string{"server", "echo", "state", "failed"}, 0},
@@ -131,5 +137,19 @@ func TestMetricsScrapedOverHTTP(t *testing.T) {
 	}
 	if _, ok := metricValue(fams, "mcpmux_tool_calls_total", "tool", "nothing"); ok {
 		t.Error("a client-supplied tool name became a label value")
+	}
+
+	// A session counts from its initialized notification, which the
+	// client does not wait for: poll.
+	deadline := time.Now().Add(testTimeout)
+	for {
+		_, fams := getMetrics(t, p, "Bearer tok")
+		if v, _ := metricValue(fams, "mcpmux_client_sessions", "profile", ""); v == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("mcpmux_client_sessions{profile=\"\"} never became 1")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
