@@ -32,12 +32,15 @@ type Item[T any] struct {
 
 // Entry is one exposed tool.
 type Entry struct {
-	Name   string      // exposed name
-	Server string      // config name of the server
-	Tool   string      // the server's own name for the tool
-	Def    *mcp.Tool   // definition as listed to clients (Name = exposed name)
-	hash   string      // identifies Def and route, to skip re-registering an unchanged tool
-	meta   metaHandler // set for mcpmux's own meta tools (meta.go), which no server serves
+	Name   string    // exposed name
+	Server string    // config name of the server
+	Tool   string    // the server's own name for the tool
+	Def    *mcp.Tool // definition as listed to clients (Name = exposed name)
+	hash   string    // identifies Def and route, to skip re-registering an unchanged tool
+
+	// meta is set for mcpmux's own meta tools (meta.go), which no server
+	// serves.
+	meta metaHandler
 }
 
 // Catalog is an immutable index of every tool of every server. It is
