@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // desired is the configuration the pool should run after a reload: each
@@ -85,6 +87,9 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 		in.lastErrors[fe.Error()] = true
 	}
 	if d.same(in.running) {
+		// Counted before it is logged, so that whoever reads the log line
+		// finds the count.
+		in.agg.Metrics().Reload(reloadResult(snap, false, upstream.Changes{}))
 		in.log.Debug("config reloaded: no change")
 		return
 	}
@@ -112,7 +117,21 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 		in.log.Error("server restart failed; the previous version keeps serving", "server", name, "error", err)
 		attrs = append(attrs, "failed_"+name, err.Error())
 	}
+	in.agg.Metrics().Reload(reloadResult(snap, true, ch))
 	in.log.Info("config reloaded", attrs...)
+}
+
+// reloadResult is the result label of a reload in mcpmux_config_reloads_total.
+func reloadResult(snap *config.Snapshot, applied bool, ch upstream.Changes) string {
+	switch {
+	case len(ch.Failed) > 0:
+		return metrics.ReloadFailed
+	case len(snap.Errors) > 0:
+		return metrics.ReloadInvalid
+	case applied:
+		return metrics.ReloadApplied
+	}
+	return metrics.ReloadUnchanged
 }
 
 func (d *desired) server(name string) *config.Server {

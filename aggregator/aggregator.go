@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -61,6 +62,7 @@ type Aggregator struct {
 	watched sync.Map // *mcp.ServerSession → struct{}: sessions whose end we wait for
 	subs    subscriptions
 	levels  logLevels
+	metrics *metrics.Metrics
 }
 
 // profile is one mcp.Server and the view it currently serves.
@@ -103,6 +105,7 @@ func New(opts *Options) *Aggregator {
 		catalog:     BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
 		profiles:    map[string]*profile{},
 		subs:        subscriptions{n: map[string]int{}},
+		metrics:     metrics.New(&metrics.Options{Servers: opts.Pool.Statuses}),
 	}
 	a.current.Store(settings)
 	a.mu.Lock()
@@ -154,6 +157,7 @@ func (a *Aggregator) rebuildLocked() {
 	for _, err := range a.catalog.Conflicts {
 		a.log.Error("tool not exposed", "error", err)
 	}
+	a.logShadowedByMetaTools()
 	a.syncProfilesLocked()
 }
 
@@ -201,6 +205,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		SubscribeHandler:   a.subscribe(p),
 		UnsubscribeHandler: a.unsubscribe(p),
 		CompletionHandler:  a.complete(p),
+		InitializedHandler: a.sessionInitialized(p),
 		// mcpmux is stateful (per-client connections, list_changed on the
 		// session, server-to-client requests), as the 2026-07-28 protocol
 		// is not: clients negotiate 2025-11-25 or older, on stdio as over

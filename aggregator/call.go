@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -18,6 +19,9 @@ import (
 // its route, so a call never parses names.
 func (a *Aggregator) toolHandler(p *profile, e *Entry) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if e.meta != nil {
+			return e.meta(a, ctx, p, req), nil
+		}
 		return a.handle(ctx, p, req, e), nil
 	}
 }
@@ -30,6 +34,7 @@ func (a *Aggregator) handle(ctx context.Context, p *profile, req *mcp.CallToolRe
 	if res.IsError && strings.Contains(text(res), "Unknown tool") {
 		if alt := withoutServer(p.view.Load().byTool[e.Tool], e.Server); len(alt) == 1 {
 			a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(req.Session), "requested", e.Name, "chosen", alt[0].Name)
+			a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
 			res2 := a.call(ctx, p, req, alt[0])
 			if !res2.IsError {
 				prependNote(res2, fmt.Sprintf("[Auto-corrected: Server '%s' does not know tool '%s', but it was found only in server '%s', so automatically used '%s' instead] ", e.Server, e.Tool, alt[0].Server, alt[0].Server))
@@ -61,10 +66,12 @@ func text(res *mcp.CallToolResult) string {
 func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
 	srv := a.pool.Get(e.Server)
 	if srv == nil {
+		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeUnavailable)
 		return toolError("Tool '%s' on server '%s' is not available: the server is no longer configured. Use another tool.", e.Tool, e.Server)
 	}
 	args, err := callArguments(req.Params.Arguments)
 	if err != nil {
+		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeBadArgs)
 		return toolError("Tool '%s' on server '%s' was not called: %v. Pass the arguments as a JSON object matching the tool's input schema.", e.Tool, e.Server, err)
 	}
 	timeout := srv.Config().CallTimeout(e.Tool, a.current.Load().Timeout)
@@ -82,12 +89,15 @@ func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequ
 		Progress: progressTo(ctx, req),
 	}
 	start := time.Now()
+	running := a.metrics.StartCall(e.Server, e.Tool)
 	res, err := srv.CallTool(cctx, cp)
 	elapsed := time.Since(start).Round(time.Millisecond)
 	if err != nil {
+		running.Done(failureOutcome(ctx, cctx, err))
 		a.log.Warn("tool call failed", "tool", e.Name, "task", task, "session", sessionID(req.Session), "error", err, "elapsed", elapsed)
 		return callFailure(ctx, cctx, err, e, timeout)
 	}
+	running.Done(resultOutcome(res))
 	a.log.Debug("tool call", "tool", e.Name, "task", task, "session", sessionID(req.Session), "is_error", res.IsError, "elapsed", elapsed)
 	return res
 }

@@ -37,6 +37,10 @@ type Entry struct {
 	Tool   string    // the server's own name for the tool
 	Def    *mcp.Tool // definition as listed to clients (Name = exposed name)
 	hash   string    // identifies Def and route, to skip re-registering an unchanged tool
+
+	// meta is set for mcpmux's own meta tools (meta.go), which no server
+	// serves.
+	meta metaHandler
 }
 
 // Catalog is an immutable index of every tool of every server. It is

@@ -29,7 +29,8 @@ type HTTPOptions struct {
 const DefaultSessionTimeout = 30 * time.Minute
 
 // HTTPHandler serves the default profile at /mcp, each profile at
-// /mcp/{profile}, and the pool's health at /healthz.
+// /mcp/{profile}, the pool's health at /healthz and Prometheus metrics at
+// /metrics (behind the token, as /mcp).
 func (a *Aggregator) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -43,6 +44,7 @@ func (a *Aggregator) HTTPHandler(opts *HTTPOptions) http.Handler {
 	mux.HandleFunc("/mcp", serveMCP)
 	mux.HandleFunc("/mcp/{profile}", serveMCP)
 	mux.HandleFunc("GET /healthz", a.serveHealth)
+	mux.Handle("GET /metrics", a.serveMetrics(&o))
 	return mux
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/metrics"
 )
 
 // routeMiddleware intercepts tools/call for names the profile does not
@@ -36,6 +38,8 @@ func (a *Aggregator) routeMiddleware(p *profile) mcp.Middleware {
 func (a *Aggregator) resolve(ctx context.Context, p *profile, v *view, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	name := req.Params.Name
 	if e := v.hidden[name]; e != nil {
+		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
+		a.metrics.RuleHit(metrics.RuleRefused, blacklistRule)
 		return toolError("Tool '%s' (tool '%s' of server '%s') is disabled for this client by the tool blacklist and cannot be called. Use another tool.", name, e.Tool, e.Server)
 	}
 	server, known, tool, candidates := a.lookup(v, name)
@@ -43,13 +47,17 @@ func (a *Aggregator) resolve(ctx context.Context, p *profile, v *view, req *mcp.
 	case 1:
 		e := candidates[0]
 		a.log.Info("auto-corrected tool call", "session", sessionID(req.Session), "requested", name, "chosen", e.Name)
+		a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
 		res := a.handle(ctx, p, req, e)
 		prependNote(res, correctionNote(server, known, tool, e.Server, res.IsError))
 		return res
 	case 0:
 		if e := a.hiddenByTool(v, tool); e != nil {
+			a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
+			a.metrics.RuleHit(metrics.RuleRefused, blacklistRule)
 			return toolError("Tool '%s' (tool '%s' of server '%s') is disabled for this client by the tool blacklist and cannot be called. Use another tool.", name, e.Tool, e.Server)
 		}
+		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
 		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", name)
 		if near := closest(name, tool, v, 3); len(near) > 0 {
 			msg += " Closest existing tools: " + strings.Join(near, ", ") + "."
@@ -61,6 +69,7 @@ func (a *Aggregator) resolve(ctx context.Context, p *profile, v *view, req *mcp.
 			names[i] = e.Name
 		}
 		a.log.Info("ambiguous tool call", "session", sessionID(req.Session), "requested", name, "candidates", names)
+		a.metrics.CallAnswered("", "", metrics.OutcomeAmbiguous)
 		return toolError("Tool '%s' not found as '%s', and several servers have a tool of that name: %s. Call one of these by its full name.", tool, name, strings.Join(names, ", "))
 	}
 }

@@ -57,6 +57,7 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 		v.visible[e.Name] = e
 		v.byTool[e.Tool] = append(v.byTool[e.Tool], e)
 	}
+	v.addMetaTools(blocked)
 	v.prompts = inProfile(v, cat.prompts)
 	v.resources = inProfile(v, cat.resources)
 	v.templates = inProfile(v, cat.templates)

@@ -180,10 +180,27 @@ type Settings struct {
 	// Rewrite rules, applied in order; compiled and checked by package
 	// rewrite.
 	Rewrite []*Rule `koanf:"rewrite"`
+	// MetaTools are the opt-in tools mcpmux serves itself, named
+	// mcpmux<separator><name>: MetaToolStatus, MetaToolFindTools,
+	// MetaToolCallTool.
+	MetaTools []string `koanf:"meta_tools"`
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
 }
+
+// Meta tools, served by mcpmux itself when listed in meta_tools.
+const (
+	MetaToolStatus    = "status"     // each server's state
+	MetaToolFindTools = "find_tools" // search the catalog by words
+	MetaToolCallTool  = "call_tool"  // call a tool by name
+)
+
+// MetaToolNames are the valid entries of meta_tools.
+var MetaToolNames = []string{MetaToolStatus, MetaToolFindTools, MetaToolCallTool}
+
+// HasMetaTool reports whether meta_tools lists name.
+func (s *Settings) HasMetaTool(name string) bool { return slices.Contains(s.MetaTools, name) }
 
 // Profile is a named view of the pool for one kind of agent, as MiroFlow's
 // per-agent tool_config and tool_blacklist.
@@ -247,6 +264,14 @@ func (s *Settings) Validate() error {
 	}
 	if s.ConnectTimeout < 0 {
 		return fieldErr("connect_timeout", fmt.Errorf("must not be negative"))
+	}
+	for i, m := range s.MetaTools {
+		if !slices.Contains(MetaToolNames, m) {
+			return fieldErr(fmt.Sprintf("meta_tools.%d", i), fmt.Errorf("unknown meta tool %q (%s)", m, strings.Join(MetaToolNames, ", ")))
+		}
+		if slices.Index(s.MetaTools, m) < i {
+			return fieldErr(fmt.Sprintf("meta_tools.%d", i), fmt.Errorf("%q is listed twice", m))
+		}
 	}
 	for i, r := range s.Rewrite {
 		if r == nil {

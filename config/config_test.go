@@ -307,6 +307,8 @@ func TestSettingsValidation(t *testing.T) {
 		{"rewrite: [null]\n", "rewrite.0: empty rule"},
 		{"separator: \"::\"\n", "separator"},
 		{"profiles:\n  \"bad name\": {}\n", "not a valid profile name"},
+		{"meta_tools:\n  - status\n  - stats\n", "mcpmux.yaml:3: meta_tools.1: unknown meta tool \"stats\" (status, find_tools, call_tool)"},
+		{"meta_tools: [call_tool, call_tool]\n", "meta_tools.1: \"call_tool\" is listed twice"},
 	} {
 		_, ferr := ParseSettings("mcpmux.yaml", []byte(tt.yaml), nil)
 		if ferr == nil || !strings.Contains(ferr.Error(), tt.want) {

@@ -298,6 +298,10 @@ rewrite:
 	{doc: "rewrite: [{name: x, tool: y}]\n"},
 	{doc: "rewrite: [{name: x, fallback: {tool: t, arg: {}}}]\n"},
 	{doc: "rewrite: [{name: x, redact: \"yes\"}]\n"},
+	{doc: "meta_tools: [status, find_tools, call_tool]\n", valid: true},
+	{doc: "meta_tools: [stats]\n"},
+	{doc: "meta_tools: [status, status]\n"},
+	{doc: "meta_tools: status\n"},
 }
 
 func TestSchemaAgreesWithLoader(t *testing.T) {
@@ -321,5 +325,30 @@ func TestSchemaAgreesWithLoader(t *testing.T) {
 				t.Errorf("loader on\n%s\nsays %v, want valid=%v", ex.doc, lerr, ex.valid || ex.loaderOnly)
 			}
 		}
+	}
+}
+
+// A shipped mcpmux.yaml, if there is one, is held to the same standard as
+// the tool files: a schema line for editors, valid by schema and loader.
+func TestShippedSettingsFileMatchesTheSchema(t *testing.T) {
+	data, err := os.ReadFile(SettingsFile)
+	if os.IsNotExist(err) {
+		t.Skip("no shipped mcpmux.yaml")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = "# yaml-language-server: $schema=schema/mcpmux.schema.json"
+	if first, _, _ := strings.Cut(string(data), "\n"); first != line {
+		t.Errorf("%s: first line is %q, want %q for editors", SettingsFile, first, line)
+	}
+	if _, err := os.Stat(strings.TrimPrefix(line, "# yaml-language-server: $schema=")); err != nil {
+		t.Errorf("its $schema path does not resolve: %v", err)
+	}
+	if err := compileSchema(t, "mcpmux.schema.json").Validate(yamlInstance(t, data)); err != nil {
+		t.Errorf("%s: %v", SettingsFile, err)
+	}
+	if _, ferr := ParseSettings(SettingsFile, data, env(nil)); ferr != nil {
+		t.Errorf("%s: %v", SettingsFile, ferr)
 	}
 }

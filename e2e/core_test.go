@@ -325,3 +325,24 @@ func TestCommands(t *testing.T) {
 		t.Errorf("unknown command exited %d", code)
 	}
 }
+
+// mcpmux check names the file and line of every invalid setting.
+func TestCheckPointsAtFileAndLine(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"mcpmux.yaml":   "timeout: 10s\nmeta_tools: [stats]\n",
+		"tool/bad.yaml": "name: bad\ntool_command: x\nsession: sometimes\n",
+	})
+	out, _, code := runMcpmux(t, "check", "--config", dir)
+	if code == 0 {
+		t.Errorf("check exited 0 with invalid files:\n%s", out)
+	}
+	for _, want := range []string{
+		"mcpmux.yaml:2: meta_tools.0: unknown meta tool \"stats\"",
+		"bad.yaml:3: session: unknown session mode \"sometimes\"",
+		"2 invalid files",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,377 @@
+package aggregator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/upstream"
+)
+
+// MetaServer is the namespace of the tools mcpmux serves itself when
+// mcpmux.yaml lists them in meta_tools: mcpmux<sep>status and so on. In
+// blacklists they are the pairs [MetaServer, <name>].
+//
+// A server's tool whose exposed name is a meta tool's gives way to it (and
+// an error is logged): a client reading the docs of mcpmux__status must
+// get mcpmux's status, whatever servers are configured.
+const MetaServer = "mcpmux"
+
+// metaHandler answers a call of a meta tool for profile p.
+type metaHandler func(a *Aggregator, ctx context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult
+
+type metaTool struct {
+	def    mcp.Tool // Name is the short name
+	handle metaHandler
+}
+
+// metaTools are the meta tools, in listing order.
+var metaTools = []metaTool{
+	{
+		def: mcp.Tool{
+			Name:        config.MetaToolStatus,
+			Title:       "mcpmux status",
+			Description: "Shows the state of each tool server behind mcpmux (up, starting, restarting, failed), its number of tools, restarts and last error. Use it when a tool fails or is missing.",
+			InputSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
+		},
+		handle: (*Aggregator).metaStatus,
+	},
+	{
+		def: mcp.Tool{
+			Name:        config.MetaToolFindTools,
+			Title:       "Find tools",
+			Description: "Searches all tools available to you, including tools added after you listed them, by words in their names and descriptions. Returns the best matches with their descriptions and input schemas; call one with its name (directly, or through mcpmux__call_tool if your tool list does not have it yet). An empty query lists every tool.",
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"query": map[string]any{"type": "string", "description": "Words to look for, e.g. \"read file\" or \"browser screenshot\"."},
+					"limit": map[string]any{"type": "integer", "minimum": 1, "maximum": maxFindLimit, "description": fmt.Sprintf("Most tools to return; default %d.", defaultFindLimit)},
+				},
+			},
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
+		},
+		handle: (*Aggregator).metaFindTools,
+	},
+	{
+		def: mcp.Tool{
+			Name:        config.MetaToolCallTool,
+			Title:       "Call a tool by name",
+			Description: "Calls any tool available to you by its exposed name (as mcpmux__find_tools returns it) with the given arguments, and returns its result. Use it for tools that are not in your tool list yet.",
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"name":      map[string]any{"type": "string", "description": "Exposed name of the tool, e.g. \"filesystem__read_file\"."},
+					"arguments": map[string]any{"type": "object", "description": "Arguments of the tool, matching its input schema."},
+				},
+				"required": []any{"name"},
+			},
+		},
+		handle: (*Aggregator).metaCallTool,
+	},
+}
+
+// metaName is the exposed name of a meta tool.
+func metaName(sep, name string) string { return ExposedName(MetaServer, sep, name, 0) }
+
+// addMetaTools adds the enabled meta tools to a view, unless blocked (the
+// [MetaServer, name] pairs of the blacklists) hides them.
+func (v *view) addMetaTools(blocked map[[2]string]bool) {
+	for _, m := range metaTools {
+		if !v.settings.HasMetaTool(m.def.Name) {
+			continue
+		}
+		name := metaName(v.settings.Separator, m.def.Name)
+		if old := v.visible[name]; old != nil {
+			delete(v.visible, name)
+			v.byTool[old.Tool] = slices.DeleteFunc(slices.Clone(v.byTool[old.Tool]), func(e *Entry) bool { return e == old })
+		}
+		def := m.def
+		def.Name = name
+		e := &Entry{Name: name, Server: MetaServer, Tool: m.def.Name, Def: &def, meta: m.handle}
+		e.hash = defHash(e.Def, MetaServer, m.def.Name)
+		if blocked[[2]string{MetaServer, m.def.Name}] {
+			v.hidden[name] = e
+			continue
+		}
+		delete(v.hidden, name)
+		v.visible[name] = e
+	}
+}
+
+// logShadowedByMetaTools reports server tools that a meta tool hides.
+func (a *Aggregator) logShadowedByMetaTools() {
+	for _, m := range metaTools {
+		if !a.settings.HasMetaTool(m.def.Name) {
+			continue
+		}
+		name := metaName(a.settings.Separator, m.def.Name)
+		if e, ok := a.catalog.Lookup(name); ok {
+			a.log.Error("tool not exposed: the meta tool of mcpmux.yaml's meta_tools has its name; give the server another prefix", "tool", name, "server", e.Server)
+		}
+	}
+}
+
+// metaResult is a meta tool's answer: text for every client, and the same
+// as structuredContent for those that read it.
+func metaResult(text string, structured any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured}
+}
+
+// metaArgs decodes a meta tool's arguments into v.
+func metaArgs(req *mcp.CallToolRequest, name string, v any) *mcp.CallToolResult {
+	raw, err := callArguments(req.Params.Arguments)
+	if err == nil {
+		err = json.Unmarshal(raw, v)
+	}
+	if err != nil {
+		return toolError("%s was not run: %v. Pass the arguments as a JSON object matching its input schema.", name, err)
+	}
+	return nil
+}
+
+// countMeta records a meta tool's call under server MetaServer.
+func (a *Aggregator) countMeta(tool string, res *mcp.CallToolResult) *mcp.CallToolResult {
+	a.metrics.CallAnswered(MetaServer, tool, resultOutcome(res))
+	return res
+}
+
+// ServerState is one server in mcpmux__status: upstream.Status without
+// the other clients' session ids.
+type ServerState struct {
+	Name      string    `json:"name"`
+	State     string    `json:"state"`
+	Error     string    `json:"error,omitempty"`
+	Tools     int       `json:"tools"`
+	Restarts  int       `json:"restarts"`
+	Transport string    `json:"transport"`
+	Session   string    `json:"session"`
+	Clients   int       `json:"clients,omitempty"`
+	Since     time.Time `json:"since"`
+}
+
+// StatusResult is the structuredContent of mcpmux__status.
+type StatusResult struct {
+	Ready   bool          `json:"ready"`
+	Servers []ServerState `json:"servers"`
+}
+
+// metaStatus reports the state of the profile's servers.
+func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *mcp.CallToolRequest) *mcp.CallToolResult {
+	v := p.view.Load()
+	h := a.Health()
+	out := StatusResult{Ready: h.Ready, Servers: []ServerState{}}
+	var b strings.Builder
+	up := 0
+	for _, st := range h.Servers {
+		if !v.hasServer(st.Name) {
+			continue
+		}
+		out.Servers = append(out.Servers, ServerState{Name: st.Name, State: string(st.State), Error: st.Error, Tools: st.Tools,
+			Restarts: st.Restarts, Transport: st.Transport, Session: st.Session, Clients: st.Clients, Since: st.Since})
+		if st.State == upstream.StateUp {
+			up++
+		}
+		fmt.Fprintf(&b, "\n- %s: %s, %d tools, %s, %s session, %d restarts, since %s", st.Name, st.State, st.Tools, st.Transport, st.Session, st.Restarts, st.Since.UTC().Format(time.RFC3339))
+		if st.Error != "" {
+			fmt.Fprintf(&b, "; last error: %s", oneLine(st.Error))
+		}
+	}
+	head := "mcpmux is ready"
+	if !h.Ready {
+		head = "mcpmux is starting"
+	}
+	text := fmt.Sprintf("%s: %d of %d servers up.%s", head, up, len(out.Servers), b.String())
+	return a.countMeta(config.MetaToolStatus, metaResult(text, out))
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+const (
+	defaultFindLimit = 10
+	maxFindLimit     = 100
+)
+
+// FoundTool is one tool in mcpmux__find_tools' structuredContent.
+type FoundTool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	InputSchema any    `json:"inputSchema"`
+}
+
+// FindResult is the structuredContent of mcpmux__find_tools.
+type FindResult struct {
+	Tools []FoundTool `json:"tools"`
+	// Total is the number of matches, of which Tools are the best.
+	Total int `json:"total"`
+}
+
+// metaFindTools searches the caller's current catalog.
+func (a *Aggregator) metaFindTools(_ context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	name := metaName(p.view.Load().settings.Separator, config.MetaToolFindTools)
+	var args struct {
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+	}
+	if res := metaArgs(req, name, &args); res != nil {
+		return a.countMeta(config.MetaToolFindTools, res)
+	}
+	limit := args.Limit
+	if limit <= 0 {
+		limit = defaultFindLimit
+	}
+	limit = min(limit, maxFindLimit)
+	found := findTools(p.view.Load(), args.Query)
+	out := FindResult{Tools: []FoundTool{}, Total: len(found)}
+	var b strings.Builder
+	switch {
+	case len(found) == 0:
+		fmt.Fprintf(&b, "No tool matches %q. Try other words, or an empty query to list every tool.", args.Query)
+	case len(found) > limit:
+		fmt.Fprintf(&b, "%d tools match; the best %d:", len(found), limit)
+		found = found[:limit]
+	default:
+		fmt.Fprintf(&b, "%d tools match:", len(found))
+	}
+	for _, e := range found {
+		schema, _ := json.Marshal(e.Def.InputSchema)
+		out.Tools = append(out.Tools, FoundTool{Name: e.Name, Description: e.Def.Description, InputSchema: e.Def.InputSchema})
+		fmt.Fprintf(&b, "\n\n%s: %s\ninput schema: %s", e.Name, oneLine(e.Def.Description), schema)
+	}
+	return a.countMeta(config.MetaToolFindTools, metaResult(b.String(), out))
+}
+
+// findTools ranks the view's tools (not the meta tools) by the words of
+// query: first by how many words they match, then by where (a whole word
+// of the name counts most, then part of the name, a word of the
+// description, part of the description), then by name. An empty query
+// matches every tool.
+func findTools(v *view, query string) []*Entry {
+	words := searchWords(query)
+	type scored struct {
+		e              *Entry
+		matched, score int
+	}
+	var all []scored
+	for _, e := range v.visible {
+		if e.meta != nil {
+			continue
+		}
+		name := strings.ToLower(e.Name + " " + e.Tool + " " + e.Def.Title)
+		desc := strings.ToLower(e.Def.Description)
+		nameWords, descWords := searchWords(name), searchWords(desc)
+		s := scored{e: e}
+		for _, w := range words {
+			score := 0
+			switch {
+			case slices.Contains(nameWords, w):
+				score = 8
+			case strings.Contains(name, w):
+				score = 4
+			}
+			switch {
+			case slices.Contains(descWords, w):
+				score += 2
+			case strings.Contains(desc, w):
+				score++
+			}
+			if score > 0 {
+				s.matched++
+				s.score += score
+			}
+		}
+		if s.matched > 0 || len(words) == 0 {
+			all = append(all, s)
+		}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if a.matched != b.matched {
+			return b.matched - a.matched
+		}
+		if a.score != b.score {
+			return b.score - a.score
+		}
+		return strings.Compare(a.e.Name, b.e.Name)
+	})
+	out := make([]*Entry, len(all))
+	for i, s := range all {
+		out[i] = s.e
+	}
+	return out
+}
+
+// searchWords splits s into lower-case words of letters and digits, so
+// that "read_file" and "readFile" both hold "read" and "file".
+func searchWords(s string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	var prev rune
+	for _, r := range s {
+		switch {
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			flush()
+			cur = append(cur, r)
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			cur = append(cur, r)
+		default:
+			flush()
+		}
+		prev = r
+	}
+	flush()
+	return words
+}
+
+// metaCallTool calls the named tool as if the client had called it: the
+// same routing, blacklist, auto-correction and timeouts.
+func (a *Aggregator) metaCallTool(ctx context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	self := metaName(p.view.Load().settings.Separator, config.MetaToolCallTool)
+	var args struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if res := metaArgs(req, self, &args); res != nil {
+		return a.countMeta(config.MetaToolCallTool, res)
+	}
+	if args.Name == "" {
+		return a.countMeta(config.MetaToolCallTool, toolError("%s needs name: the exposed name of the tool to call, as mcpmux__find_tools returns it.", self))
+	}
+	if args.Name == self {
+		return a.countMeta(config.MetaToolCallTool, toolError("%s cannot call itself; pass the name of the tool you want to call.", self))
+	}
+	inner := &mcp.CallToolRequest{
+		Session: req.Session,
+		Extra:   req.Extra,
+		Params:  &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: args.Name, Arguments: args.Arguments},
+	}
+	return a.countMeta(config.MetaToolCallTool, a.dispatch(ctx, p, inner))
+}
+
+// dispatch runs a call the way a client's tools/call runs: routeMiddleware
+// for names the profile does not list, the registered handler for those it
+// does. Whatever a call passes through on that way must be applied here
+// too.
+func (a *Aggregator) dispatch(ctx context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	v := p.view.Load()
+	e, ok := v.visible[req.Params.Name]
+	switch {
+	case !ok:
+		return a.resolve(ctx, p, v, req)
+	case e.meta != nil:
+		return e.meta(a, ctx, p, req)
+	}
+	return a.handle(ctx, p, req, e)
+}

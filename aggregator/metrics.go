@@ -1,0 +1,84 @@
+package aggregator
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/upstream"
+)
+
+// autoCorrectionRule names auto-correction in mcpmux_rule_hits_total.
+const autoCorrectionRule = "auto-correction"
+
+// blacklistRule names the tool blacklist in mcpmux_rule_hits_total.
+const blacklistRule = "tool_blacklist"
+
+// Metrics returns the aggregator's metrics, served at /metrics.
+func (a *Aggregator) Metrics() *metrics.Metrics { return a.metrics }
+
+// RuleHit records that a rule acted on a call (see metrics.RuleHit): the
+// hook for rewrite rules.
+func (a *Aggregator) RuleHit(kind, rule string) { a.metrics.RuleHit(kind, rule) }
+
+// resultOutcome is the outcome of an upstream call that answered.
+func resultOutcome(res *mcp.CallToolResult) string {
+	if res.IsError {
+		return metrics.OutcomeError
+	}
+	return metrics.OutcomeOK
+}
+
+// failureOutcome is the outcome of an upstream call that failed; it tells
+// the cases apart in the order callFailure does.
+func failureOutcome(ctx, cctx context.Context, err error) string {
+	var (
+		unavailable *upstream.UnavailableError
+		lost        *upstream.LostError
+		rpc         *upstream.RPCError
+	)
+	switch {
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return metrics.OutcomeTimeout
+	case ctx.Err() != nil:
+		return metrics.OutcomeCancelled
+	case errors.As(err, &unavailable):
+		return metrics.OutcomeUnavailable
+	case errors.As(err, &lost):
+		return metrics.OutcomeLost
+	case errors.As(err, &rpc):
+		return metrics.OutcomeRejected
+	}
+	return metrics.OutcomeFailed
+}
+
+// sessionInitialized counts a client session of p from its initialized
+// notification until it ends.
+func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.InitializedRequest) {
+	return func(_ context.Context, req *mcp.InitializedRequest) {
+		if req == nil || req.Session == nil {
+			return
+		}
+		ended := a.metrics.SessionStarted(p.name)
+		go func() {
+			_ = req.Session.Wait()
+			ended()
+		}()
+	}
+}
+
+// serveMetrics serves /metrics, behind the same bearer token as /mcp.
+func (a *Aggregator) serveMetrics(o *HTTPOptions) http.Handler {
+	h := a.metrics.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.Token != "" && !validBearer(r.Header.Get("Authorization"), o.Token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpmux"`)
+			http.Error(w, "401 unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

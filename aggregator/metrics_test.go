@@ -1,0 +1,185 @@
+package aggregator
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// scrape reads /metrics of an HTTPHandler.
+func scrape(t *testing.T, url, token string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequest("GET", url+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s", resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	return fams
+}
+
+// sample returns the value of the series of family name with exactly the
+// given labels (histograms: the sample count), and whether it exists.
+func sample(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		if len(m.Label) != len(labels) {
+			continue
+		}
+		for _, l := range m.Label {
+			if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+func wantSample(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string, want float64) {
+	t.Helper()
+	if got, ok := sample(fams, name, labels); !ok || got != want {
+		t.Errorf("%s%v = %v (present %v), want %v", name, labels, got, ok, want)
+	}
+}
+
+// waitSample polls /metrics until the series has the value: sessions are
+// counted when the server handles the client's initialized notification,
+// which the client does not wait for.
+func waitSample(t *testing.T, url, token, name string, labels map[string]string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, _ := sample(scrape(t, url, token), name, labels)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func calls(server, tool, outcome string) map[string]string {
+	return map[string]string{"server": server, "tool": tool, "outcome": outcome}
+}
+
+func TestMetricsCountCallsSessionsAndRules(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	h := newHarness(t, map[string]*mcp.Server{
+		"code": fixtureServer("code", map[string]mcp.ToolHandler{
+			"run": echo("ran:"),
+			"fail": func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no"}}}, nil
+			},
+			"hang": func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			},
+			"block": func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				close(started)
+				<-release
+				return &mcp.CallToolResult{}, nil
+			},
+			"download": echo("d:"),
+		}),
+	}, `tool_blacklist: [["code", "download"]]`, map[string]string{"code": "tool_timeouts: {hang: 20ms}\n"})
+	srv := httptest.NewServer(h.agg.HTTPHandler(&HTTPOptions{Token: "s3cret"}))
+	t.Cleanup(srv.Close)
+
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without the token: %s, want 401", resp.Status)
+	}
+
+	cs := h.client(DefaultProfile)
+	waitSample(t, srv.URL, "s3cret", "mcpmux_client_sessions", map[string]string{"profile": ""}, 1)
+	call(t, cs, "code__run", map[string]any{"text": "x"})
+	call(t, cs, "code__run", map[string]any{"text": "y"})
+	call(t, cs, "code__fail", nil)
+	call(t, cs, "code__hang", nil)
+	call(t, cs, "code__download", nil)
+	call(t, cs, "run", nil)            // auto-corrected
+	call(t, cs, "no_such_tool", nil)   // unknown: no label from the client's name
+	call(t, cs, "code__run", []int{1}) // bad arguments
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		call(t, cs, "code__block", nil)
+	}()
+	<-started
+	fams := scrape(t, srv.URL, "s3cret")
+	wantSample(t, fams, "mcpmux_tool_calls_in_flight", map[string]string{"server": "code"}, 1)
+	close(release)
+	<-done
+
+	fams = scrape(t, srv.URL, "s3cret")
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls("code", "run", "ok"), 3)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls("code", "fail", "error"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls("code", "hang", "timeout"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls("code", "download", "refused"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls("code", "run", "bad_arguments"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls("code", "block", "ok"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls("", "", "unknown"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_in_flight", map[string]string{"server": "code"}, 0)
+	wantSample(t, fams, "mcpmux_tool_call_duration_seconds", map[string]string{"server": "code"}, 6)
+	wantSample(t, fams, "mcpmux_rule_hits_total", map[string]string{"kind": "corrected", "rule": "auto-correction"}, 1)
+	wantSample(t, fams, "mcpmux_rule_hits_total", map[string]string{"kind": "refused", "rule": "tool_blacklist"}, 1)
+	wantSample(t, fams, "mcpmux_server_state", map[string]string{"server": "code", "state": "up"}, 1)
+	wantSample(t, fams, "mcpmux_server_state", map[string]string{"server": "code", "state": "failed"}, 0)
+	wantSample(t, fams, "mcpmux_server_tools", map[string]string{"server": "code"}, 5)
+	wantSample(t, fams, "mcpmux_server_restarts_total", map[string]string{"server": "code"}, 0)
+	wantSample(t, fams, "mcpmux_client_sessions_total", map[string]string{"profile": ""}, 1)
+	for _, m := range fams["mcpmux_tool_calls_total"].Metric {
+		for _, l := range m.Label {
+			if l.GetValue() == "no_such_tool" {
+				t.Errorf("a client-supplied name became a label: %v", m)
+			}
+		}
+	}
+	if fams["go_goroutines"] == nil || fams["process_cpu_seconds_total"] == nil {
+		t.Error("no Go runtime or process metrics")
+	}
+
+	cs.Close()
+	waitSample(t, srv.URL, "s3cret", "mcpmux_client_sessions", map[string]string{"profile": ""}, 0)
+}

@@ -1,0 +1,55 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/mcpmux/mcpmux/upstream"
+)
+
+func TestNilMetricsRecordNothing(t *testing.T) {
+	var m *Metrics
+	m.StartCall("s", "t").Done(OutcomeOK)
+	m.CallAnswered("s", "t", OutcomeRefused)
+	m.RuleHit(RuleFallback, "r")
+	m.Reload(ReloadApplied)
+	m.SessionStarted("p")()
+	if m.Registry() != nil {
+		t.Error("nil metrics have a registry")
+	}
+}
+
+func TestServerMetricsAreReadAtScrapeTime(t *testing.T) {
+	statuses := []upstream.Status{{Name: "a", State: upstream.StateFailed, Restarts: 2, Tools: 3, Since: time.Now()}}
+	m := New(&Options{Servers: func() []upstream.Status { return statuses }})
+	m.Reload(ReloadApplied)
+	m.Reload(ReloadInvalid)
+	m.Reload(ReloadInvalid)
+	want := `
+# HELP mcpmux_config_reloads_total Config reloads by result: applied, unchanged, invalid (a file was invalid and kept its previous version), failed (a changed server did not come up).
+# TYPE mcpmux_config_reloads_total counter
+mcpmux_config_reloads_total{result="applied"} 1
+mcpmux_config_reloads_total{result="invalid"} 2
+# HELP mcpmux_server_restarts_total Times a tool server's connection was lost and restarted, since its current config was applied (a reload that changes the server starts it again from 0).
+# TYPE mcpmux_server_restarts_total counter
+mcpmux_server_restarts_total{server="a"} 2
+# HELP mcpmux_server_state State of each configured tool server: 1 for its current state, 0 for the others.
+# TYPE mcpmux_server_state gauge
+mcpmux_server_state{server="a",state="failed"} 1
+mcpmux_server_state{server="a",state="restarting"} 0
+mcpmux_server_state{server="a",state="starting"} 0
+mcpmux_server_state{server="a",state="stopped"} 0
+mcpmux_server_state{server="a",state="up"} 0
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "mcpmux_config_reloads_total", "mcpmux_server_restarts_total", "mcpmux_server_state"); err != nil {
+		t.Error(err)
+	}
+	statuses[0].State = upstream.StateUp
+	statuses = append(statuses, upstream.Status{Name: "b", State: upstream.StateUp})
+	if n := testutil.CollectAndCount(m.Registry(), "mcpmux_server_state"); n != 10 {
+		t.Errorf("%d mcpmux_server_state series for 2 servers, want 10", n)
+	}
+}
