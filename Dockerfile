@@ -40,7 +40,7 @@ ENV MCPMUX_CONFIG=/config
 USER 65532:65532
 EXPOSE 8080
 # mcpmux healthcheck: there is no curl in this image.
-HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --start-interval=2s --retries=3 \
     CMD ["/usr/local/bin/mcpmux", "healthcheck", "http://127.0.0.1:8080/healthz"]
 ENTRYPOINT ["/usr/local/bin/mcpmux"]
 CMD ["--http", "0.0.0.0:8080"]
@@ -77,7 +77,7 @@ RUN for pkg in $(grep -ho '@[a-z0-9-]*/[a-z0-9-]*@[0-9][0-9.]*' /config/tool/*.y
     done \
  && mcpmux check
 EXPOSE 8080
-HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --start-interval=2s --retries=3 \
     CMD ["mcpmux", "healthcheck", "http://127.0.0.1:8080/healthz"]
 ENTRYPOINT ["/usr/bin/tini", "--", "mcpmux"]
 CMD ["--http", "0.0.0.0:8080"]
