@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpmux/mcpmux/config"
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+)
+
+// imageConfig lays out in a temporary directory what the Dockerfile's
+// stage copies from the repository into /config, following COPY's rules
+// (a directory source copies its contents), and returns that directory:
+// the config a container of that image starts with.
+func imageConfig(t *testing.T, stage string) string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := parser.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages, _, err := instructions.Parse(res.AST, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(stages, func(s instructions.Stage) bool { return s.Name == stage })
+	if i < 0 {
+		t.Fatalf("Dockerfile has no stage %q", stage)
+	}
+	root := t.TempDir()
+	for _, c := range stages[i].Commands {
+		cp, ok := c.(*instructions.CopyCommand)
+		if !ok || cp.From != "" || !strings.HasPrefix(cp.DestPath, "/config/") {
+			continue
+		}
+		dest := filepath.Join(root, strings.TrimPrefix(cp.DestPath, "/config/"))
+		for _, src := range cp.SourcePaths {
+			src = filepath.Join("..", src)
+			info, err := os.Stat(src)
+			if err != nil {
+				t.Fatalf("COPY %s: %v", src, err)
+			}
+			if info.IsDir() {
+				copyTree(t, src, dest)
+				continue
+			}
+			to := dest
+			if strings.HasSuffix(cp.DestPath, "/") {
+				to = filepath.Join(dest, filepath.Base(src))
+			}
+			copyFile(t, src, to)
+		}
+	}
+	return root
+}
+
+func copyTree(t *testing.T, src, dest string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		copyFile(t, p, filepath.Join(dest, rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t *testing.T, src, dest string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dest, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The slim image has no Node.js: its default config must run on the
+// binary alone. mcpmux check starts every server of it.
+func TestSlimImageConfigRuns(t *testing.T) {
+	dir := imageConfig(t, "slim")
+	out, errOut, code := runMcpmux(t, "check", "--config", dir)
+	if code != 0 || !strings.Contains(out, "1 servers, 0 not up, 0 invalid files") {
+		t.Fatalf("check of the slim image's config = %d\n%s\n%s", code, out, errOut)
+	}
+	if !regexpMatch(`(?m)^fetch\s+up\s+1\s+stdio`, out) {
+		t.Errorf("the slim image's config does not serve the fetch tool:\n%s", out)
+	}
+}
+
+// The full image's config is the shipped one: every file valid, every
+// server there, and the files they name (cwd, playwright.json, the
+// filesystem server's workspace) copied too. Starting its npx servers is
+// the image build's own "mcpmux check".
+func TestFullImageConfigIsTheShippedOne(t *testing.T) {
+	dir := imageConfig(t, "full")
+	snap, err := config.Load(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Errors) > 0 {
+		t.Errorf("invalid files in the full image's config: %v", snap.Errors)
+	}
+	shipped, err := config.Load(filepath.Join("..", "config"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, s := range snap.Servers {
+		got = append(got, s.Name)
+	}
+	for _, s := range shipped.Servers {
+		want = append(want, s.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("full image serves %v, the shipped config %v", got, want)
+	}
+	for _, s := range snap.Servers {
+		if s.Command != "npx" && s.Command != "mcpmux" {
+			t.Errorf("server %s runs %q, which the full image does not have", s.Name, s.Command)
+		}
+	}
+	for _, name := range []string{"playwright.json", "workspace"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("the full image's config lacks %s: %v", name, err)
+		}
+	}
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
