@@ -67,6 +67,13 @@ func TestInstallPath(t *testing.T) {
 	}
 	first, _, _ := strings.Cut(string(mod), "\n")
 	module := strings.TrimSpace(strings.TrimPrefix(first, "module"))
+	// go install <module>@<version> refuses a go.mod with replace or
+	// exclude directives.
+	for _, l := range strings.Split(string(mod), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && (f[0] == "replace" || f[0] == "exclude") {
+			t.Errorf("go.mod has %q: go install %s@latest would refuse it", l, module)
+		}
+	}
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
