@@ -27,7 +27,7 @@ ARG COMMIT=""
 ARG TARGETOS
 ARG TARGETARCH
 RUN VERSION="${VERSION}" COMMIT="${COMMIT}" GOOS="${TARGETOS}" GOARCH="${TARGETARCH}" \
-    scripts/build.sh /out
+    bash scripts/build.sh /out
 
 # slim: the binary on distroless (no shell, no package manager), as the
 # nonroot user. Its default config is the built-in fetch tool only: mount a
