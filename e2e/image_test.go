@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -146,3 +148,65 @@ func TestFullImageConfigIsTheShippedOne(t *testing.T) {
 }
 
 func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// imageCommand is the ENTRYPOINT and CMD of a Dockerfile stage.
+func imageCommand(t *testing.T, stage string) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := parser.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages, _, err := instructions.Parse(res.AST, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entrypoint, cmd []string
+	for _, s := range stages {
+		if s.Name != stage {
+			continue
+		}
+		for _, c := range s.Commands {
+			switch c := c.(type) {
+			case *instructions.EntrypointCommand:
+				entrypoint = c.CmdLine
+			case *instructions.CmdCommand:
+				cmd = c.CmdLine
+			}
+		}
+	}
+	return append(entrypoint, cmd...)
+}
+
+// A container started without MCPMUX_TOKEN must stop at once and say why,
+// not serve its tools to the network unauthenticated. The image's own
+// command is run, mcpmux standing in for the image's binary; it refuses
+// before it listens.
+func TestImageCommandNeedsToken(t *testing.T) {
+	for _, stage := range []string{"slim", "full"} {
+		t.Run(stage, func(t *testing.T) {
+			argv := imageCommand(t, stage)
+			i := slices.IndexFunc(argv, func(a string) bool { return filepath.Base(a) == "mcpmux" })
+			if i < 0 {
+				t.Fatalf("the %s image's command %q does not run mcpmux", stage, argv)
+			}
+			cmd := exec.CommandContext(testContext(t), mcpmuxBin, argv[i+1:]...)
+			env := []string{"MCPMUX_CONFIG=" + imageConfig(t, "slim")}
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "MCPMUX_") {
+					env = append(env, kv)
+				}
+			}
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "MCPMUX_TOKEN") {
+				t.Errorf("%q without MCPMUX_TOKEN: %v\n%s", argv, err, out)
+			}
+		})
+	}
+}
