@@ -39,9 +39,10 @@ COPY config/tool/fetch.yaml /config/tool/fetch.yaml
 ENV MCPMUX_CONFIG=/config
 USER 65532:65532
 EXPOSE 8080
-# mcpmux healthcheck: there is no curl in this image.
+# mcpmux healthcheck: there is no curl in this image. It probes
+# http://127.0.0.1:8080/healthz, or $MCPMUX_HEALTHCHECK_URL.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --start-interval=2s --retries=3 \
-    CMD ["/usr/local/bin/mcpmux", "healthcheck", "http://127.0.0.1:8080/healthz"]
+    CMD ["/usr/local/bin/mcpmux", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/mcpmux"]
 CMD ["--http", "0.0.0.0:8080"]
 
@@ -78,6 +79,6 @@ RUN for pkg in $(grep -ho '@[a-z0-9-]*/[a-z0-9-]*@[0-9][0-9.]*' /config/tool/*.y
  && mcpmux check
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --start-interval=2s --retries=3 \
-    CMD ["mcpmux", "healthcheck", "http://127.0.0.1:8080/healthz"]
+    CMD ["mcpmux", "healthcheck"]
 ENTRYPOINT ["/usr/bin/tini", "--", "mcpmux"]
 CMD ["--http", "0.0.0.0:8080"]

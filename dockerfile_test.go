@@ -142,10 +142,13 @@ func TestDockerfileStages(t *testing.T) {
 				t.Fatal("no HEALTHCHECK")
 			}
 			test := hcs[len(hcs)-1].Health.Test
-			if len(test) < 3 || test[0] != "CMD" || path.Base(test[1]) != "mcpmux" || test[2] != "healthcheck" {
-				t.Errorf("HEALTHCHECK %q: want the exec form of mcpmux healthcheck (there may be no shell)", test)
-			} else if len(test) > 3 && test[3] != "http://127.0.0.1:8080/healthz" {
-				t.Errorf("HEALTHCHECK probes %q, not the served port's /healthz", test[3])
+			// Exec form: there may be no shell. No URL: the default is the
+			// served port's, and MCPMUX_HEALTHCHECK_URL can change it.
+			if len(test) != 3 || test[0] != "CMD" || path.Base(test[1]) != "mcpmux" || test[2] != "healthcheck" {
+				t.Errorf("HEALTHCHECK %q: want [CMD mcpmux healthcheck]", test)
+			}
+			if defaultHealthURL != "http://127.0.0.1:8080/healthz" {
+				t.Errorf("mcpmux healthcheck probes %s by default, not the image's port 8080", defaultHealthURL)
 			}
 
 			// The served command: mcpmux with --http on all interfaces, so

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 )
 
-// defaultHealthURL is where the container image's HEALTHCHECK looks: the
-// image serves --http 0.0.0.0:8080.
+// defaultHealthURL is where the container images' HEALTHCHECK looks: they
+// serve --http 0.0.0.0:8080. A container serving another port sets
+// MCPMUX_HEALTHCHECK_URL.
 const defaultHealthURL = "http://127.0.0.1:8080/healthz"
 
 // healthcheckCmd asks a serving mcpmux for /healthz and exits 0 if it
@@ -23,7 +25,7 @@ func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mcpmux healthcheck [--timeout D] [URL]\n\nURL defaults to %s.\n", defaultHealthURL)
+		fmt.Fprintf(stderr, "usage: mcpmux healthcheck [--timeout D] [URL]\n\nURL defaults to $MCPMUX_HEALTHCHECK_URL, else %s.\n", defaultHealthURL)
 		flags.PrintDefaults()
 	}
 	timeout := flags.Duration("timeout", 5*time.Second, "how long the request may take")
@@ -32,6 +34,9 @@ func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	target := defaultHealthURL
+	if env := os.Getenv("MCPMUX_HEALTHCHECK_URL"); env != "" {
+		target = env
+	}
 	switch len(positional) {
 	case 0:
 	case 1:

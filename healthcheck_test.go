@@ -28,6 +28,10 @@ func TestHealthcheckReportsServersAndStatus(t *testing.T) {
 	if code, out, _ := check(srv.URL + "/healthz"); code != 0 || out != "healthy: ok, 1 of 2 servers up (b backoff)\n" {
 		t.Errorf("healthy = %d %q", code, out)
 	}
+	t.Setenv("MCPMUX_HEALTHCHECK_URL", srv.URL+"/healthz")
+	if code, out, errOut := check(); code != 0 || !strings.HasPrefix(out, "healthy: ok") {
+		t.Errorf("URL from MCPMUX_HEALTHCHECK_URL = %d %q %q", code, out, errOut)
+	}
 	status, body = http.StatusServiceUnavailable, `{"status":"degraded"}`
 	if code, _, errOut := check(srv.URL + "/healthz"); code != 1 || !strings.Contains(errOut, "503 Service Unavailable") {
 		t.Errorf("503 = %d %q", code, errOut)
