@@ -73,7 +73,7 @@ WORKDIR /home/mcpmux
 # Fill the npx cache with the packages the shipped config pins, so that a
 # container starts its servers without downloading them; then start every
 # server once, as "mcpmux check" does, to prove the image runs the config.
-RUN for pkg in $(grep -ho '@[a-z0-9-]*/[a-z0-9-]*@[0-9][0-9.]*' /config/tool/*.yaml); do \
+RUN for pkg in $(grep -Eho '(@[a-z0-9-]+/)?[a-z0-9][a-z0-9._-]*@[0-9][0-9.]*' /config/tool/*.yaml); do \
       npm exec --yes --package="$pkg" -- true || exit 1; \
     done \
  && mcpmux check

@@ -140,6 +140,18 @@ func TestFullImageConfigIsTheShippedOne(t *testing.T) {
 			t.Errorf("server %s runs %q, which the full image does not have", s.Name, s.Command)
 		}
 	}
+	// The image caches the npx packages its RUN finds with grep: each npx
+	// server must name its package pinned to a version that grep finds.
+	pinned := npxPinPattern(t)
+	for _, s := range snap.Servers {
+		if s.Command != "npx" {
+			continue
+		}
+		i := slices.IndexFunc(s.Args, func(a string) bool { return !strings.HasPrefix(a, "-") })
+		if i < 0 || !pinned.MatchString(s.Args[i]) {
+			t.Errorf("server %s: npx args %q name no package@version that the image's npx cache step (%v) finds", s.Name, s.Args, pinned)
+		}
+	}
 	for _, name := range []string{"playwright.json", "workspace"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("the full image's config lacks %s: %v", name, err)
@@ -209,4 +221,19 @@ func TestImageCommandNeedsToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// npxPinPattern is the pattern of the full image's npx cache step (grep -Eho
+// '...'), anchored.
+func npxPinPattern(t *testing.T) *regexp.Regexp {
+	t.Helper()
+	df, err := os.ReadFile(filepath.Join("..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`grep -Eho '([^']+)' /config/tool/`).FindSubmatch(df)
+	if m == nil {
+		t.Fatal("the Dockerfile has no npx cache step (grep -Eho '...' /config/tool/*.yaml)")
+	}
+	return regexp.MustCompile("^(?:" + string(m[1]) + ")$")
 }
