@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -153,47 +152,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return strings.TrimSpace(s[:n]) + "…"
-}
-
-// version is stamped by the release build: -ldflags "-X main.version=v1.2.3".
-var version string
-
-// buildVersion is the stamped version, or the module version when built
-// with go install, or "dev".
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
-
-func versionCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	commit, modified, goVersion := "unknown", false, ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		goVersion = bi.GoVersion
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				commit = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-	}
-	if len(commit) > 12 {
-		commit = commit[:12]
-	}
-	if modified {
-		commit += "+dirty"
-	}
-	fmt.Fprintf(stdout, "mcpmux %s (commit %s, %s)\n", buildVersion(), commit, goVersion)
-	return 0
 }

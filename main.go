@@ -10,6 +10,7 @@
 //	mcpmux tools [--config DIR] [--json]          print the merged catalog
 //	mcpmux import FILE [--config DIR] [--force]   write tool files from a client's MCP config
 //	mcpmux fetch-server [flags]                   serve the built-in fetch tool on stdio
+//	mcpmux healthcheck [URL]                      probe /healthz, for a container HEALTHCHECK
 //	mcpmux version
 package main
 
@@ -41,6 +42,8 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"tools":   toolsCmd,
 	"import":  importCmd,
 	"version": versionCmd,
+	// For a container HEALTHCHECK (healthcheck.go).
+	"healthcheck": healthcheckCmd,
 	// The built-in fetch tool (fetchserver.go), run as a tool server.
 	"fetch-server": fetchServerCmd,
 }
@@ -73,7 +76,8 @@ Usage:
   mcpmux import FILE [--config DIR] [--force] write tool/*.yaml from a Claude Desktop,
                                               Cursor or VS Code MCP config
   mcpmux fetch-server                         serve the built-in fetch tool (URL to Markdown) on stdio
-  mcpmux version                              print the version
+  mcpmux healthcheck [URL]                    exit 0 if a serving mcpmux's /healthz answers 200
+  mcpmux version                              print the version and commit
 
 DIR holds tool/*.yaml (one tool server each) and an optional mcpmux.yaml;
 it defaults to $MCPMUX_CONFIG, or ./config. Run "mcpmux <command> -h" for

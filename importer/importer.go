@@ -192,6 +192,12 @@ func findServers(top map[string]json.RawMessage, res *Result) (map[string]json.R
 // mcpmux start itself, recursively.
 var errSelf = errors.New("it runs mcpmux itself")
 
+// errSelfNamed marks an entry named mcpmux that runs something else: the
+// way this README's client configs reach mcpmux over HTTP or in a
+// container. Importing it would make mcpmux (or its container) a tool
+// server of itself, and its tools would take mcpmux's own namespace.
+var errSelfNamed = fmt.Errorf("%w: it is named mcpmux, which is how a client reaches mcpmux (over HTTP or in a container); rename it in the client config to import it anyway", errSelf)
+
 // known are the fields of a server entry that are imported; other fields
 // (autoApprove, envFile, ...) are reported in a note.
 var known = []string{"type", "command", "args", "env", "url", "serverUrl", "headers", "cwd", "disabled"}
@@ -241,6 +247,9 @@ func convert(source string, raw json.RawMessage, t *translator) (*Entry, error) 
 	}
 	if filepath.Base(s.Command) == "mcpmux" {
 		return nil, errSelf
+	}
+	if strings.EqualFold(source, "mcpmux") {
+		return nil, errSelfNamed
 	}
 
 	var ignored []string
