@@ -28,6 +28,9 @@ func (a *Aggregator) toolHandler(p *profile, e *Entry) mcp.ToolHandler {
 // mcpmux.yaml applies to the next call.
 func (a *Aggregator) handle(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
 	rules := a.current.Load().Rules()
+	if rules.Len() == 0 {
+		return a.redirecting(ctx, p, req, e)
+	}
 	c, env := a.rewriteCall(p, req, e)
 	if res := rules.Before(c, env); res != nil {
 		return res
@@ -43,9 +46,11 @@ func (a *Aggregator) redirecting(ctx context.Context, p *profile, req *mcp.CallT
 	if res.IsError && strings.Contains(text(res), "Unknown tool") {
 		if alt := withoutServer(p.view.Load().byTool[e.Tool], e.Server); len(alt) == 1 {
 			a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(req.Session), "requested", e.Name, "chosen", alt[0].Name)
-			c, env := a.rewriteCall(p, req, alt[0])
-			if refused := a.current.Load().Rules().Before(c, env); refused != nil {
-				return refused
+			if rules := a.current.Load().Rules(); rules.Len() > 0 {
+				c, env := a.rewriteCall(p, req, alt[0])
+				if refused := rules.Before(c, env); refused != nil {
+					return refused
+				}
 			}
 			res2 := a.call(ctx, p, req, alt[0])
 			if !res2.IsError {

@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,6 +50,9 @@ func rewriteHarness(t *testing.T, settings string) (h *harness, scrapes, fetches
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "scraped " + urlArg(req)}}}, nil
 		},
+		"scrape_rpc": func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("unhandled errors in the scraper")
+		},
 		"search": func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "see https://hf.co/datasets/gaia and https://example.com/a"}}}, nil
 		},
@@ -83,6 +87,12 @@ func TestRewriteRulesInThePipeline(t *testing.T) {
 		t.Errorf("fetch called %d times", fetches.Load())
 	}
 
+	// A protocol error of the server is a failure too.
+	res = call(t, cs, "web__scrape_rpc", map[string]any{"url": "https://example.com/rpc"})
+	if res.IsError || !strings.HasPrefix(text(res), "[Fallback: tool 'web__scrape_rpc' failed") || !strings.HasSuffix(text(res), "fetched https://example.com/rpc") {
+		t.Errorf("fallback after a JSON-RPC error: %q isError=%v", text(res), res.IsError)
+	}
+
 	res = call(t, cs, "web__search", map[string]any{"q": "gaia"})
 	if text(res) != "[Rewrite rule 'no-benchmark-links' removed 1 link(s) to blocked pages from this result] see [link removed] and https://example.com/a" {
 		t.Errorf("redaction: %q", text(res))
@@ -92,7 +102,7 @@ func TestRewriteRulesInThePipeline(t *testing.T) {
 	// it fails, and the client gets the original error.
 	strict := h.client("strict")
 	res = call(t, strict, "web__scrape", map[string]any{"url": "https://example.com/broken"})
-	if !res.IsError || text(res) != "Scrape failed: Unhandled errors in https://example.com/broken" || fetches.Load() != 1 {
+	if !res.IsError || text(res) != "Scrape failed: Unhandled errors in https://example.com/broken" || fetches.Load() != 2 {
 		t.Errorf("blacklisted fallback: %q isError=%v, fetches=%d", text(res), res.IsError, fetches.Load())
 	}
 

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,7 +87,9 @@ func (r *redact) stripValue(v any) (any, int) {
 		return v, n
 	case json.RawMessage:
 		var x any
-		if json.Unmarshal(v, &x) != nil {
+		d := json.NewDecoder(bytes.NewReader(v))
+		d.UseNumber() // numbers come back as they were
+		if d.Decode(&x) != nil {
 			return v, 0
 		}
 		x, n := r.stripValue(x)
