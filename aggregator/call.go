@@ -22,22 +22,6 @@ func (a *Aggregator) toolHandler(p *profile, e *Entry) mcp.ToolHandler {
 	}
 }
 
-// handle runs the whole pipeline for a call routed to e (its name already
-// resolved): the rewrite rules before it, the upstream call, and the rules
-// after it. Rules come from the current settings, so an edit of
-// mcpmux.yaml applies to the next call.
-func (a *Aggregator) handle(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
-	rules := a.current.Load().Rules()
-	if rules.Len() == 0 {
-		return a.redirecting(ctx, p, req, e)
-	}
-	c, env := a.rewriteCall(p, req, e)
-	if res := rules.Before(c, env); res != nil {
-		return res
-	}
-	return rules.After(ctx, c, a.redirecting(ctx, p, req, e), env)
-}
-
 // redirecting makes the upstream call and, if the server says it does not
 // know the tool, the same lookup as auto-correction among the profile's
 // other servers.
@@ -45,13 +29,10 @@ func (a *Aggregator) redirecting(ctx context.Context, p *profile, req *mcp.CallT
 	res := a.call(ctx, p, req, e)
 	if res.IsError && strings.Contains(text(res), "Unknown tool") {
 		if alt := withoutServer(p.view.Load().byTool[e.Tool], e.Server); len(alt) == 1 {
-			a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(req.Session), "requested", e.Name, "chosen", alt[0].Name)
-			if rules := a.current.Load().Rules(); rules.Len() > 0 {
-				c, env := a.rewriteCall(p, req, alt[0])
-				if refused := rules.Before(c, env); refused != nil {
-					return refused
-				}
+			if refused := a.refused(p, req, alt[0]); refused != nil {
+				return refused
 			}
+			a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(req.Session), "requested", e.Name, "chosen", alt[0].Name)
 			res2 := a.call(ctx, p, req, alt[0])
 			if !res2.IsError {
 				prependNote(res2, fmt.Sprintf("[Auto-corrected: Server '%s' does not know tool '%s', but it was found only in server '%s', so automatically used '%s' instead] ", e.Server, e.Tool, alt[0].Server, alt[0].Server))

@@ -9,6 +9,33 @@ import (
 	"github.com/mcpmux/mcpmux/rewrite"
 )
 
+// handle runs the whole pipeline for a call routed to e (its name already
+// resolved): the rewrite rules before it, the upstream call, and the rules
+// after it. Rules come from the current settings, so an edit of
+// mcpmux.yaml applies to the next call.
+func (a *Aggregator) handle(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
+	rules := a.current.Load().Rules()
+	if rules.Len() == 0 {
+		return a.redirecting(ctx, p, req, e)
+	}
+	c, env := a.rewriteCall(p, req, e)
+	if res := rules.Before(c, env); res != nil {
+		return res
+	}
+	return rules.After(ctx, c, a.redirecting(ctx, p, req, e), env)
+}
+
+// refused returns the refusal of a call routed to e by the rules that act
+// before a call, or nil.
+func (a *Aggregator) refused(p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
+	rules := a.current.Load().Rules()
+	if rules.Len() == 0 {
+		return nil
+	}
+	c, env := a.rewriteCall(p, req, e)
+	return rules.Before(c, env)
+}
+
 // rewriteCall describes a call routed to e for the rewrite rules, with
 // the environment they run in: the aggregator's log, and fallbacks called
 // as the same client calling another tool of its profile.

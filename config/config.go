@@ -183,11 +183,12 @@ type Settings struct {
 	// Rewrite rules, applied in order; compiled and checked by package
 	// rewrite.
 	Rewrite []*Rule `koanf:"rewrite"`
-	// rules are Rewrite compiled by Validate.
-	rules *rewrite.Rules
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
+
+	// rules are Rewrite compiled by Validate.
+	rules *rewrite.Rules
 }
 
 // Rules returns the rewrite rules compiled by Validate; nil (no rules)
