@@ -191,10 +191,6 @@ type Settings struct {
 	rules *rewrite.Rules
 }
 
-// Rules returns the rewrite rules compiled by Validate; nil (no rules)
-// before it ran.
-func (s *Settings) Rules() *rewrite.Rules { return s.rules }
-
 // Profile is a named view of the pool for one kind of agent, as MiroFlow's
 // per-agent tool_config and tool_blacklist.
 type Profile struct {
@@ -274,6 +270,10 @@ func (s *Settings) Validate() error {
 	}
 	return nil
 }
+
+// Rules returns the rewrite rules compiled by Validate; nil (no rules)
+// before it ran.
+func (s *Settings) Rules() *rewrite.Rules { return s.rules }
 
 func validatePairs(pairs [][]string) error {
 	for i, p := range pairs {
