@@ -46,7 +46,7 @@ func TestRewriteRefusesBenchmarkURLs(t *testing.T) {
 	if got := resultText(callTool(t, cs, "web__scrape_calls", nil)); got != "0" {
 		t.Fatalf("the fixture saw %s scrapes of refused URLs", got)
 	}
-	p.logs.waitFor(t, regexp.MustCompile(`msg="rewrite rule applied" rule=no-benchmark-answers action=refuse tool=web__scrape_website session=stdio`))
+	p.logs.waitFor(t, regexp.MustCompile(`msg="rewrite rule applied" rule=no-benchmark-answers action=refused tool=web__scrape_website session=stdio`))
 
 	for _, u := range []string{"https://huggingface.co/models/x", "https://example.com/datasets/x"} {
 		if res := callTool(t, cs, "web__scrape_website", map[string]any{"url": u}); res.IsError || resultText(res) != "scraped "+u {

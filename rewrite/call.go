@@ -49,6 +49,9 @@ type Env struct {
 	// Call runs another tool, by exposed name, through the caller's
 	// pipeline (resolution, blacklist, rules); nil disables fallbacks.
 	Call func(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult
+	// OnHit is told of every action of a rule (ActionRefused, ...) with
+	// the rule's name, e.g. to count it; nil means nobody is.
+	OnHit func(action, rule string)
 }
 
 // resultText joins the text items of a result.

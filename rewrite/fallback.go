@@ -39,7 +39,8 @@ func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, 
 	argsMap, _ := decoded.(map[string]any)
 	args, err := f.args.render(argsMap)
 	if err != nil {
-		record(env, f.name, actionFallback, c, "fallback", f.tool, "outcome", "skipped", "error", err)
+		// Not a hit: the rule could not act on this call.
+		env.logger().Warn("rewrite fallback skipped", "rule", f.name, "tool", c.Name, "fallback", f.tool, "session", c.Session, "task", c.Task, "error", err)
 		return res
 	}
 	res2 := env.Call(withoutFallback(ctx), f.tool, args)
@@ -48,10 +49,10 @@ func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, 
 		if res2 != nil {
 			text = resultText(res2)
 		}
-		record(env, f.name, actionFallback, c, "fallback", f.tool, "outcome", "failed", "error", text)
+		record(env, f.name, ActionFallback, c, "fallback", f.tool, "outcome", "failed", "error", text)
 		return res
 	}
-	record(env, f.name, actionFallback, c, "fallback", f.tool, "outcome", "used")
+	record(env, f.name, ActionFallback, c, "fallback", f.tool, "outcome", "used")
 	prependNote(res2, fmt.Sprintf("[Fallback: tool '%s' failed (%s), so rule '%s' called '%s' instead] ", c.Name, f.onError, f.name, f.tool))
 	return res2
 }

@@ -2,19 +2,32 @@ package rewrite
 
 import "log/slog"
 
-// Actions a rule takes, as logged.
+// Actions a rule takes on a call, as logged and passed to Env.OnHit. They
+// read like the kinds of mcpmux_rule_hits_total.
 const (
-	actionRefuse   = "refuse"
-	actionRedact   = "redact"
-	actionFallback = "fallback"
+	ActionRefused  = "refused"  // the call was answered with the rule's message
+	ActionRedacted = "redacted" // blocked URLs were removed from the result
+	ActionFallback = "fallback" // the fallback tool was called (outcome used or failed)
 )
 
 // record notes that a rule acted on a call: the one place every rule hit
-// goes through (logs now; a metrics counter belongs here too).
+// goes through, to the log and to Env.OnHit (metrics).
 func record(env *Env, rule, action string, c *Call, attrs ...any) {
-	log := slog.New(slog.DiscardHandler)
-	if env != nil && env.Log != nil {
-		log = env.Log
+	if env == nil {
+		return
 	}
-	log.Info("rewrite rule applied", append([]any{"rule", rule, "action", action, "tool", c.Name, "session", c.Session, "task", c.Task}, attrs...)...)
+	if env.OnHit != nil {
+		env.OnHit(action, rule)
+	}
+	if env.Log != nil {
+		env.Log.Info("rewrite rule applied", append([]any{"rule", rule, "action", action, "tool", c.Name, "session", c.Session, "task", c.Task}, attrs...)...)
+	}
+}
+
+// logger is env's log, or one that discards.
+func (env *Env) logger() *slog.Logger {
+	if env == nil || env.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return env.Log
 }

@@ -41,7 +41,7 @@ func (r *redact) after(_ context.Context, c *Call, res *mcp.CallToolResult, env 
 	if n == 0 {
 		return res
 	}
-	record(env, r.name, actionRedact, c, "removed", n)
+	record(env, r.name, ActionRedacted, c, "removed", n)
 	prependNote(res, fmt.Sprintf("[Rewrite rule '%s' removed %d link(s) to blocked pages from this result] ", r.name, n))
 	return res
 }

@@ -30,6 +30,6 @@ func (r *refuse) before(c *Call, env *Env) *mcp.CallToolResult {
 	if pattern == "" {
 		return nil
 	}
-	record(env, r.name, actionRefuse, c, "pattern", pattern)
+	record(env, r.name, ActionRefused, c, "pattern", pattern)
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: r.message}}}
 }

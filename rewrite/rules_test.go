@@ -92,7 +92,9 @@ func TestCompileErrors(t *testing.T) {
 func TestRefuse(t *testing.T) {
 	r := mustCompile(t, seedRules)
 	var logs bytes.Buffer
-	env := &Env{Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	hits := map[string]int{}
+	env := &Env{Log: slog.New(slog.NewTextHandler(&logs, nil)), OnHit: func(action, rule string) { hits[action+" "+rule]++ }}
+	refusals := 0
 	for _, tt := range []struct {
 		tool, args string
 		refused    bool
@@ -117,11 +119,17 @@ func TestRefuse(t *testing.T) {
 			t.Errorf("%s %s: refused=%v, want %v", tt.tool, tt.args, res != nil, tt.refused)
 			continue
 		}
+		if res != nil {
+			refusals++
+		}
 		if res != nil && (!res.IsError || !strings.HasPrefix(textOf(res), "You are trying") && !strings.HasPrefix(textOf(res), "Do not search")) {
 			t.Errorf("%s: refusal = %+v %q", tt.tool, res.IsError, textOf(res))
 		}
 	}
-	if !strings.Contains(logs.String(), `msg="rewrite rule applied" rule=no-benchmark-answers action=refuse tool=tool-searching__scrape_website session=s1 task=t1 pattern=huggingface.co/datasets/**`) {
+	if hits["refused no-benchmark-answers"]+hits["refused no-benchmark-links"] != refusals || hits["refused no-benchmark-links"] != 1 {
+		t.Errorf("OnHit saw %v for %d refusals", hits, refusals)
+	}
+	if !strings.Contains(logs.String(), `msg="rewrite rule applied" rule=no-benchmark-answers action=refused tool=tool-searching__scrape_website session=s1 task=t1 pattern=huggingface.co/datasets/**`) {
 		t.Errorf("refusal not logged as expected:\n%s", logs.String())
 	}
 }
