@@ -119,7 +119,8 @@ func isCandidateStart(tok string, i int) bool {
 // matchAt matches the URL at the start of s, cheaply rejecting hosts no
 // pattern names before normalising the whole URL.
 func (s urlSet) matchAt(u string) string {
-	host, _, ok := splitURL(u[:min(len(u), maxAuthorityLen)])
+	authority, _ := splitAuthority(u[:min(len(u), maxAuthorityLen)])
+	host, ok := hostOf(authority)
 	if !ok {
 		return ""
 	}

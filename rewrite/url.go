@@ -41,15 +41,29 @@ func NormalizeURL(raw string) (norm string, ok bool) {
 // splitURL cuts a URL into its authority's host and its path (query and
 // fragment dropped). The scheme is optional.
 func splitURL(s string) (host, path string, ok bool) {
-	s = strings.ReplaceAll(s, `\`, "/")
+	authority, rest := splitAuthority(s)
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	host, ok = hostOf(authority)
+	return host, strings.ReplaceAll(rest, `\`, "/"), ok
+}
+
+// splitAuthority cuts the scheme (if any) off a URL and splits the rest
+// into the authority and what follows it. Backslashes count as slashes.
+func splitAuthority(s string) (authority, rest string) {
 	if i := schemeEnd(s); i > 0 {
 		s = s[i:]
 	}
-	s = strings.TrimLeft(s, "/")
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i]
+	s = strings.TrimLeft(s, `/\`)
+	if i := strings.IndexAny(s, `/\?#`); i >= 0 {
+		return s[:i], s[i:]
 	}
-	authority, path, _ := strings.Cut(s, "/")
+	return s, ""
+}
+
+// hostOf is the host of an authority, without user info and port.
+func hostOf(authority string) (string, bool) {
 	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
 		authority = authority[i+1:]
 	}
@@ -57,14 +71,14 @@ func splitURL(s string) (host, path string, ok bool) {
 		// An IPv6 literal: keep the brackets, drop a port.
 		end := strings.IndexByte(authority, ']')
 		if end < 0 {
-			return "", "", false
+			return "", false
 		}
-		return authority[:end+1], path, true
+		return authority[:end+1], true
 	}
 	if i := strings.IndexByte(authority, ':'); i >= 0 {
 		authority = authority[:i]
 	}
-	return authority, path, authority != ""
+	return authority, authority != ""
 }
 
 // schemeEnd returns the length of a leading "scheme:" (with any slashes

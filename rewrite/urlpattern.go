@@ -11,9 +11,10 @@ import (
 // segment, where "**" stands for any number of segments (none included).
 // Matching ignores case.
 type urlPattern struct {
-	raw  string
-	host string
-	segs []string
+	raw         string
+	host        string
+	literalHost bool // host has no glob characters: compare, do not match
+	segs        []string
 }
 
 // compileURLPattern reads a block_urls entry such as
@@ -45,7 +46,7 @@ func compileURLPattern(raw string) (urlPattern, error) {
 	if err := checkGlob(host); err != nil {
 		return urlPattern{}, fmt.Errorf("%q: host %q: %v", raw, host, err)
 	}
-	p := urlPattern{raw: raw, host: host}
+	p := urlPattern{raw: raw, host: host, literalHost: !strings.ContainsAny(host, `*?[\`)}
 	for seg := range strings.SplitSeq(rest, "/") {
 		seg = strings.ToLower(decodeUnreserved(seg))
 		switch {
@@ -74,6 +75,9 @@ func checkGlob(g string) error {
 
 // matchHost reports whether a normalised host matches.
 func (p *urlPattern) matchHost(host string) bool {
+	if p.literalHost {
+		return host == p.host
+	}
 	ok, _ := path.Match(p.host, host)
 	return ok
 }
