@@ -48,6 +48,9 @@ func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, 
 		text := ""
 		if res2 != nil {
 			text = resultText(res2)
+			if len(text) > 300 {
+				text = text[:300] + "..."
+			}
 		}
 		record(env, f.name, ActionFallback, c, "fallback", f.tool, "outcome", "failed", "error", text)
 		return res
