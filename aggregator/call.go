@@ -26,13 +26,16 @@ func (a *Aggregator) toolHandler(p *profile, e *Entry) mcp.ToolHandler {
 	}
 }
 
-// handle runs the whole pipeline for a call routed to e: the upstream
-// call, and, if the server says it does not know the tool, the same lookup
-// as auto-correction among the profile's other servers.
-func (a *Aggregator) handle(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
+// redirecting makes the upstream call and, if the server says it does not
+// know the tool, the same lookup as auto-correction among the profile's
+// other servers.
+func (a *Aggregator) redirecting(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
 	res := a.call(ctx, p, req, e)
 	if res.IsError && strings.Contains(text(res), "Unknown tool") {
 		if alt := withoutServer(p.view.Load().byTool[e.Tool], e.Server); len(alt) == 1 {
+			if refused := a.refused(p, req, alt[0]); refused != nil {
+				return refused
+			}
 			a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(req.Session), "requested", e.Name, "chosen", alt[0].Name)
 			a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
 			res2 := a.call(ctx, p, req, alt[0])

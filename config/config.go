@@ -7,12 +7,15 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpmux/mcpmux/rewrite"
 )
 
 // Defaults used when a setting is absent.
@@ -187,6 +190,9 @@ type Settings struct {
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
+
+	// rules are Rewrite compiled by Validate.
+	rules *rewrite.Rules
 }
 
 // Meta tools, served by mcpmux itself when listed in meta_tools.
@@ -210,28 +216,13 @@ type Profile struct {
 	ToolBlacklist [][]string `koanf:"tool_blacklist"`
 }
 
-// Rule is one rewrite rule as written in mcpmux.yaml. Which fields a rule
-// uses decides what it does: block_urls refuses calls (and, with redact,
-// strips those URLs from results), on_error with fallback retries a failed
-// call with another tool.
-type Rule struct {
-	Name string `koanf:"name"`
-	// Tools are glob patterns matched against exposed and servers' own
-	// tool names; empty matches every tool.
-	Tools     []string  `koanf:"tools"`
-	BlockURLs []string  `koanf:"block_urls"`
-	Message   string    `koanf:"message"`
-	Redact    bool      `koanf:"redact"`
-	OnError   string    `koanf:"on_error"`
-	Fallback  *Fallback `koanf:"fallback"`
-}
-
-// Fallback is the call a rule makes when a tool failed: Args values may
-// use {{name}} to insert the failed call's argument name.
-type Fallback struct {
-	Tool string         `koanf:"tool"`
-	Args map[string]any `koanf:"args"`
-}
+// Rule is one rewrite rule as written in mcpmux.yaml, and Fallback the
+// call a rule makes when a tool failed. Package rewrite defines and
+// compiles them, so that it needs nothing from config.
+type (
+	Rule     = rewrite.Spec
+	Fallback = rewrite.FallbackSpec
+)
 
 // DefaultSettings returns the settings used when mcpmux.yaml is absent.
 func DefaultSettings() *Settings {
@@ -254,7 +245,8 @@ func (s *Settings) normalize() {
 
 var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-// Validate reports the first problem that makes the settings unusable.
+// Validate reports the first problem that makes the settings unusable. It
+// also compiles the rewrite rules, which [Settings.Rules] then returns.
 func (s *Settings) Validate() error {
 	if !regexp.MustCompile(`^[A-Za-z0-9_-]{1,8}$`).MatchString(s.Separator) {
 		return fieldErr("separator", fmt.Errorf("%q must be 1-8 characters from [A-Za-z0-9_-], so exposed names stay valid for clients", s.Separator))
@@ -278,6 +270,15 @@ func (s *Settings) Validate() error {
 			return fieldErr(fmt.Sprintf("rewrite.%d", i), fmt.Errorf("empty rule"))
 		}
 	}
+	rules, err := rewrite.Compile(s.Rewrite)
+	if err != nil {
+		var fe *rewrite.FieldError
+		if errors.As(err, &fe) {
+			return fieldErr(fe.Field, fe.Err)
+		}
+		return fieldErr("rewrite", err)
+	}
+	s.rules = rules
 	if err := validatePairs(s.ToolBlacklist); err != nil {
 		return fieldErr("tool_blacklist", err)
 	}
@@ -294,6 +295,10 @@ func (s *Settings) Validate() error {
 	}
 	return nil
 }
+
+// Rules returns the rewrite rules compiled by Validate; nil (no rules)
+// before it ran.
+func (s *Settings) Rules() *rewrite.Rules { return s.rules }
 
 func validatePairs(pairs [][]string) error {
 	for i, p := range pairs {

@@ -1,0 +1,78 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// The shipped mcpmux.yaml loads, matches its schema and has the seed's
+// rules on.
+func TestShippedSettings(t *testing.T) {
+	data, err := os.ReadFile(SettingsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = "# yaml-language-server: $schema=schema/mcpmux.schema.json"
+	if first, _, _ := strings.Cut(string(data), "\n"); first != line {
+		t.Errorf("first line %q, want %q", first, line)
+	}
+	if err := compileSchema(t, "mcpmux.schema.json").Validate(yamlInstance(t, data)); err != nil {
+		t.Errorf("schema: %v", err)
+	}
+	s, ferr := ParseSettings(SettingsFile, data, env(nil))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	var names []string
+	for _, r := range s.Rewrite {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, ",") != "no-benchmark-answers,scrape-fallback" {
+		t.Errorf("shipped rules %v", names)
+	}
+	if s.Rules().Len() != 2 {
+		t.Errorf("%d compiled rules, want 2", s.Rules().Len())
+	}
+}
+
+// A bad rule makes mcpmux.yaml invalid, with the file, the line of the
+// field and its path in the error.
+func TestRewriteRuleErrors(t *testing.T) {
+	const head = "timeout: 60s\nrewrite:\n  - name: ok\n    tools: [\"*fetch*\"]\n    block_urls: [\"huggingface.co/datasets/**\"]\n    message: no\n"
+	for _, tt := range []struct{ yaml, want string }{
+		{head + "  - name: bad-glob\n    tools: [\"[scrape\"]\n    block_urls: [x.com]\n    message: m\n", `mcpmux.yaml:8: rewrite.1.tools.0: rule "bad-glob": "[scrape": malformed glob`},
+		{head + "  - name: bad-url\n    block_urls:\n      - x.com/ok\n      - /no-host\n    message: m\n", `mcpmux.yaml:10: rewrite.1.block_urls.1: rule "bad-url": "/no-host": a pattern starts with a host`},
+		{head + "  - name: no-tool\n    on_error: boom\n    fallback: {args: {url: \"{{url}}\"}}\n", `mcpmux.yaml:9: rewrite.1.fallback.tool: rule "no-tool": missing`},
+		{head + "  - name: bad-var\n    on_error: boom\n    fallback:\n      tool: fetch__fetch\n      args:\n        url: \"{{ }}\"\n", `mcpmux.yaml:12: rewrite.1.fallback.args.url: rule "bad-var"`},
+		{head + "  - tools: [\"*\"]\n    on_error: boom\n    fallback: {tool: t}\n", `mcpmux.yaml:7: rewrite.1.name: missing`},
+	} {
+		_, ferr := ParseSettings("mcpmux.yaml", []byte(tt.yaml), nil)
+		if ferr == nil || !strings.Contains(ferr.Error(), tt.want) {
+			t.Errorf("error %v\nwant %q in it, for\n%s", ferr, tt.want, tt.yaml)
+		}
+	}
+}
+
+// The schema flags the rules the loader rejects for missing fields.
+func TestSchemaAgreesOnRules(t *testing.T) {
+	sch := compileSchema(t, "mcpmux.schema.json")
+	for _, ex := range []schemaExample{
+		{doc: "rewrite: [{name: r, block_urls: [a.com/**], message: m, redact: true}]\n", valid: true},
+		{doc: "rewrite: [{name: r, tools: [\"*\"], on_error: boom, fallback: {tool: t}}]\n", valid: true},
+		{doc: "rewrite: [{name: r}]\n"},
+		{doc: "rewrite: [{block_urls: [a.com/**], message: m}]\n"},
+		{doc: "rewrite: [{name: r, block_urls: [a.com/**]}]\n"},
+		{doc: "rewrite: [{name: r, message: m}]\n"},
+		{doc: "rewrite: [{name: r, redact: true}]\n"},
+		{doc: "rewrite: [{name: r, on_error: boom}]\n"},
+		{doc: "rewrite: [{name: r, fallback: {tool: t}}]\n"},
+		{doc: "rewrite: [{name: r, on_error: boom, fallback: {tool: \"\"}}]\n"},
+	} {
+		serr := sch.Validate(yamlInstance(t, []byte(ex.doc)))
+		_, lerr := ParseSettings("mcpmux.yaml", []byte(ex.doc), nil)
+		if (serr == nil) != ex.valid || (lerr == nil) != ex.valid {
+			t.Errorf("%s: schema %v, loader %v; want valid=%v", ex.doc, serr, lerr, ex.valid)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package rewrite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fallback calls another tool when a matching tool failed (an isError
+// result, which is also what a transport error or timeout becomes) with
+// text containing onError. The client gets the fallback's result with a
+// note, or, if the fallback fails too, the original error.
+type fallback struct {
+	name    string
+	tools   toolSet
+	onError string // lower case; matched case-insensitively
+	tool    string
+	args    *argsTemplate
+}
+
+type noFallbackKey struct{}
+
+// withoutFallback marks a context whose calls are themselves fallbacks:
+// their failures are not handed to another fallback, so rules cannot loop.
+func withoutFallback(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noFallbackKey{}, true)
+}
+
+func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, env *Env) *mcp.CallToolResult {
+	if !res.IsError || env == nil || env.Call == nil || ctx.Err() != nil || ctx.Value(noFallbackKey{}) != nil {
+		return res
+	}
+	if !f.tools.match(c) || !strings.Contains(strings.ToLower(resultText(res)), f.onError) {
+		return res
+	}
+	decoded, _ := c.args()
+	argsMap, _ := decoded.(map[string]any)
+	args, err := f.args.render(argsMap)
+	if err != nil {
+		// Not a hit: the rule could not act on this call.
+		env.logger().Warn("rewrite fallback skipped", "rule", f.name, "tool", c.Name, "fallback", f.tool, "session", c.Session, "task", c.Task, "error", err)
+		return res
+	}
+	res2 := env.Call(withoutFallback(ctx), f.tool, args)
+	if res2 == nil || res2.IsError {
+		text := ""
+		if res2 != nil {
+			text = resultText(res2)
+			if len(text) > 300 {
+				text = text[:300] + "..."
+			}
+		}
+		record(env, f.name, ActionFallback, c, "fallback", f.tool, "outcome", "failed", "error", text)
+		return res
+	}
+	record(env, f.name, ActionFallback, c, "fallback", f.tool, "outcome", "used")
+	prependNote(res2, fmt.Sprintf("[Fallback: tool '%s' failed (%s), so rule '%s' called '%s' instead] ", c.Name, f.onError, f.name, f.tool))
+	return res2
+}

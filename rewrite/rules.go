@@ -1,0 +1,156 @@
+package rewrite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// FieldError is a problem with one field of a rule; Field is its path in
+// mcpmux.yaml, e.g. "rewrite.1.fallback.tool".
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %v", e.Field, e.Err) }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// beforeRule may answer a call before it reaches the server.
+type beforeRule interface {
+	before(c *Call, env *Env) *mcp.CallToolResult
+}
+
+// afterRule may change the result of a call.
+type afterRule interface {
+	after(ctx context.Context, c *Call, res *mcp.CallToolResult, env *Env) *mcp.CallToolResult
+}
+
+var (
+	_ beforeRule = (*refuse)(nil)
+	_ afterRule  = (*redact)(nil)
+	_ afterRule  = (*fallback)(nil)
+)
+
+// Rules are compiled rewrite rules. A nil *Rules has none.
+type Rules struct {
+	before []beforeRule
+	after  []afterRule
+}
+
+// Compile checks and compiles rule specs, in order. A problem is a
+// *FieldError naming the field as "rewrite.N.field" (N counts from 0).
+func Compile(specs []*Spec) (*Rules, error) {
+	r := &Rules{}
+	for i, s := range specs {
+		if err := r.add(s); err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				fe = &FieldError{Err: err}
+			}
+			field := fmt.Sprintf("rewrite.%d", i)
+			if fe.Field != "" {
+				field += "." + fe.Field
+			}
+			msg := fe.Err
+			if s != nil && s.Name != "" {
+				msg = fmt.Errorf("rule %q: %w", s.Name, fe.Err)
+			}
+			return nil, &FieldError{Field: field, Err: msg}
+		}
+	}
+	return r, nil
+}
+
+// add compiles one spec into the rules it stands for.
+func (r *Rules) add(s *Spec) error {
+	if s == nil {
+		return fmt.Errorf("empty rule")
+	}
+	if strings.TrimSpace(s.Name) == "" {
+		return &FieldError{Field: "name", Err: fmt.Errorf("missing: every rule needs a name, for logs and notes")}
+	}
+	tools, err := compileTools(s.Tools)
+	if err != nil {
+		return err
+	}
+	if len(s.BlockURLs) == 0 && s.Message == "" && !s.Redact && s.OnError == "" && s.Fallback == nil {
+		return fmt.Errorf("the rule does nothing: set block_urls (with message) to refuse calls, or on_error with fallback")
+	}
+	if len(s.BlockURLs) > 0 || s.Message != "" || s.Redact {
+		urls := make(urlSet, 0, len(s.BlockURLs))
+		for i, raw := range s.BlockURLs {
+			p, err := compileURLPattern(raw)
+			if err != nil {
+				return &FieldError{Field: fmt.Sprintf("block_urls.%d", i), Err: err}
+			}
+			urls = append(urls, p)
+		}
+		if len(urls) == 0 {
+			return &FieldError{Field: "block_urls", Err: fmt.Errorf("missing: message and redact need block_urls, the URL patterns to refuse")}
+		}
+		if strings.TrimSpace(s.Message) == "" {
+			return &FieldError{Field: "message", Err: fmt.Errorf("missing: a refused call is answered with message, so say why and what to do instead")}
+		}
+		r.before = append(r.before, &refuse{name: s.Name, tools: tools, urls: urls, message: s.Message})
+		if s.Redact {
+			r.after = append(r.after, &redact{name: s.Name, tools: tools, urls: urls})
+		}
+	}
+	if s.OnError != "" || s.Fallback != nil {
+		if strings.TrimSpace(s.OnError) == "" {
+			return &FieldError{Field: "on_error", Err: fmt.Errorf("missing: fallback needs on_error, the text of the failures it handles (e.g. \"unhandled errors\")")}
+		}
+		if s.Fallback == nil {
+			return &FieldError{Field: "fallback", Err: fmt.Errorf("missing: on_error needs fallback: {tool: NAME, args: {...}}")}
+		}
+		if strings.TrimSpace(s.Fallback.Tool) == "" {
+			return &FieldError{Field: "fallback.tool", Err: fmt.Errorf("missing: name the tool to call instead, by its exposed name (e.g. fetch__fetch)")}
+		}
+		args, err := compileArgs(s.Fallback.Args)
+		if err != nil {
+			return err
+		}
+		r.after = append(r.after, &fallback{name: s.Name, tools: tools, onError: strings.ToLower(s.OnError), tool: s.Fallback.Tool, args: args})
+	}
+	return nil
+}
+
+// Len returns the number of compiled rules (a spec may give two).
+func (r *Rules) Len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.before) + len(r.after)
+}
+
+// Before runs the rules that act before a call. It returns the result
+// that answers the call instead of the server (a refusal), or nil to go
+// on.
+func (r *Rules) Before(c *Call, env *Env) *mcp.CallToolResult {
+	if r == nil {
+		return nil
+	}
+	for _, rule := range r.before {
+		if res := rule.before(c, env); res != nil {
+			return res
+		}
+	}
+	return nil
+}
+
+// After runs the rules that act on a call's result, in order, and returns
+// the result for the client. ctx is the call's; a fallback call runs
+// under it.
+func (r *Rules) After(ctx context.Context, c *Call, res *mcp.CallToolResult, env *Env) *mcp.CallToolResult {
+	if r == nil {
+		return res
+	}
+	for _, rule := range r.after {
+		res = rule.after(ctx, c, res, env)
+	}
+	return res
+}
