@@ -48,7 +48,7 @@ func (a *Aggregator) rewriteCall(p *profile, req *mcp.CallToolRequest, e *Entry)
 		Session: sessionID(req.Session),
 		Task:    a.taskOf(req.Params.Meta, req.Extra),
 	}
-	return c, &rewrite.Env{Log: a.log, Call: a.fallbackCaller(p, req)}
+	return c, &rewrite.Env{Log: a.log, Call: a.fallbackCaller(p, req), OnHit: a.RuleHit}
 }
 
 // fallbackCaller calls a rule's fallback tool like a new call of the
