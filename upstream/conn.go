@@ -40,6 +40,8 @@ type conn struct {
 	cs      *mcp.ClientSession
 	cancel  context.CancelFunc // ends the context the session was opened with
 	pid     int                // process group of a stdio child; 0 for remote servers
+	cmd     *exec.Cmd          // the stdio child; nil for remote servers
+	limit   limiter            // max_concurrency of a per-client connection
 	started time.Time
 	task    string // task id the connection was opened for (per-client)
 
@@ -83,6 +85,9 @@ func (srv *Server) dial(parent context.Context, task string) (*conn, error) {
 // connect opens the session; ctx bounds the attempt and the connection.
 func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 	c := &conn{srv: srv, started: time.Now(), task: task, gate: newProgressGate(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
+	if srv.cfg.PerClient() {
+		c.limit = newLimiter(srv.cfg.MaxConcurrency)
+	}
 	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions())
 	client.AddReceivingMiddleware(c.rootsMiddleware)
 	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocol}
@@ -131,7 +136,7 @@ func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 		}
 		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
-	c.cs = cs
+	c.cs, c.cmd = cs, cmd
 	return c, nil
 }
 
@@ -304,8 +309,51 @@ func (c *conn) release() {
 	}
 }
 
-// drain stops new calls and waits up to timeout for running ones to end.
-func (c *conn) drain(ctx context.Context, timeout time.Duration) {
+// stopTaking makes acquire fail from now on, for a connection about to be
+// closed.
+func (c *conn) stopTaking() {
+	c.mu.Lock()
+	c.draining = true
+	c.mu.Unlock()
+}
+
+// abort cancels the requests running on c, with cause as the reason their
+// callers read.
+func (c *conn) abort(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.requests {
+		if !r.done && r.cancel != nil {
+			r.cancel(cause)
+		}
+	}
+}
+
+// lostReason says why c's session ended under a call: for a child, how it
+// exited, once the transport has reaped it (which follows at once when it
+// died).
+func (c *conn) lostReason(err error) error {
+	if c.cmd == nil {
+		return connLostError(err)
+	}
+	select {
+	case <-c.done:
+		// The transport has waited for the child before ending the session.
+		if st := c.cmd.ProcessState; st != nil {
+			return fmt.Errorf("the server exited (%v)", st)
+		}
+	case <-time.After(exitStatusWait):
+	}
+	return errors.New("the server exited or closed its output")
+}
+
+// exitStatusWait is how long a call cut off by a dying child waits to learn
+// its exit status.
+const exitStatusWait = time.Second
+
+// drain stops new calls and waits up to timeout for running ones to end;
+// it reports whether they did.
+func (c *conn) drain(ctx context.Context, timeout time.Duration) bool {
 	c.mu.Lock()
 	c.draining = true
 	if c.idle != nil {
@@ -313,7 +361,7 @@ func (c *conn) drain(ctx context.Context, timeout time.Duration) {
 	}
 	if c.inflight == 0 {
 		c.mu.Unlock()
-		return
+		return true
 	}
 	ch := make(chan struct{})
 	c.drained = ch
@@ -324,10 +372,12 @@ func (c *conn) drain(ctx context.Context, timeout time.Duration) {
 	defer t.Stop()
 	select {
 	case <-ch:
+		return true
 	case <-t.C:
-		c.srv.log.Warn("running calls did not finish in time; closing anyway", "limit", timeout)
+		c.srv.log.Warn("running calls did not finish in time; cancelling them", "limit", timeout)
 	case <-ctx.Done():
 	}
+	return false
 }
 
 // close ends the session and makes sure the child's whole process group is
