@@ -68,11 +68,11 @@ type ClientID string
 
 // Status is a snapshot of a server's condition, for check and /healthz.
 type Status struct {
-	Name      string    `json:"name"`
-	State     State     `json:"state"`
-	Error     string    `json:"error,omitempty"`
-	Tools     int       `json:"tools"`
-	Restarts  int       `json:"restarts"`
+	Name     string `json:"name"`
+	State    State  `json:"state"`
+	Error    string `json:"error,omitempty"`
+	Tools    int    `json:"tools"`
+	Restarts int    `json:"restarts"`
 	// Failures counts the connection attempts that failed in a row; zero
 	// once one succeeds.
 	Failures  int       `json:"failures,omitempty"`
