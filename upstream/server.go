@@ -587,6 +587,9 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 		return &LostError{Server: s.cfg.Name, Err: errSessionLost}
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || isClosed(c) {
+		// The connection is gone: later calls must wait for the next one
+		// rather than find this one before the supervisor notices.
+		c.stopTaking()
 		return &LostError{Server: s.cfg.Name, Err: c.lostReason(err)}
 	}
 	return &LostError{Server: s.cfg.Name, Err: err}
@@ -813,8 +816,11 @@ const (
 // backoff yields exponentially growing delays with jitter.
 type backoff struct{ n int }
 
+// backoffUnit is the first delay; tests shorten it.
+var backoffUnit = 500 * time.Millisecond
+
 func (b *backoff) next() time.Duration {
-	d := 500 * time.Millisecond << min(b.n, 6) // up to 32s
+	d := backoffUnit << min(b.n, 6) // up to 32s
 	b.n++
 	// ±25% jitter, so that servers failing together do not retry together.
 	return d*3/4 + rand.N(d/2)
