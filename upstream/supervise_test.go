@@ -20,10 +20,10 @@ import (
 // Its tool "block" waits until release is closed (or the call ends); its
 // tool "echo" answers at once.
 type flaky struct {
-	mu       sync.Mutex
-	pipes    []net.Conn // server ends of the connections
-	down     bool // new connections fail
-	dials    int
+	mu    sync.Mutex
+	pipes []net.Conn // server ends of the connections
+	down  bool       // new connections fail
+	dials int
 
 	running, peak atomic.Int32
 	started       chan struct{} // one value per block call that began
