@@ -91,6 +91,12 @@ func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequ
 	start := time.Now()
 	running := a.metrics.StartCall(e.Server, e.Tool)
 	res, err := srv.CallTool(cctx, cp)
+	if next := a.pool.Get(e.Server); errors.Is(err, upstream.ErrStopped) && next != nil && next != srv {
+		// A reload replaced the server between the lookup and the call:
+		// its new version takes the call.
+		cp.Request = a.request(ctx, next, req.Session, task)
+		res, err = next.CallTool(cctx, cp)
+	}
 	elapsed := time.Since(start).Round(time.Millisecond)
 	if err != nil {
 		running.Done(failureOutcome(ctx, cctx, err))

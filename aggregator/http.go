@@ -97,14 +97,14 @@ type Health struct {
 
 // Health reports whether start-up is over and each server's status. The
 // status is "starting", then "ok", or "degraded" while a server is failed
-// (mcpmux itself still serves the others).
+// or restarting (mcpmux itself still serves the others).
 func (a *Aggregator) Health() Health {
 	h := Health{Status: "ok", Servers: a.pool.Statuses()}
 	select {
 	case <-a.ready:
 		h.Ready = true
 		for _, st := range h.Servers {
-			if st.State == upstream.StateFailed {
+			if st.State == upstream.StateFailed || st.State == upstream.StateRestarting {
 				h.Status = "degraded"
 			}
 		}

@@ -626,7 +626,7 @@ func (s *Server) acquire(ctx context.Context, client ClientID, task string) (*co
 		case StateFailed:
 			return nil, &UnavailableError{Server: s.cfg.Name, Err: lastErr}
 		case StateStopped:
-			return nil, &UnavailableError{Server: s.cfg.Name, Err: errStopped}
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
 		}
 		// Starting, restarting, or up on a connection that is going away:
 		// wait for the outcome; for a restart, only briefly.
@@ -654,7 +654,8 @@ func (s *Server) acquire(ctx context.Context, client ClientID, task string) (*co
 const restartWait = 10 * time.Second
 
 var (
-	errStopped = errors.New("the server was removed or mcpmux is shutting down")
+	// ErrStopped is why a stopped server refuses calls.
+	ErrStopped = errors.New("the server was removed or mcpmux is shutting down")
 	// ErrShuttingDown is why calls are cut short by Pool.Close.
 	ErrShuttingDown = errors.New("mcpmux is shutting down")
 	errRetired      = errors.New("the server was removed or changed by a config reload")
@@ -666,7 +667,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*
 		s.mu.Lock()
 		if s.state == StateStopped {
 			s.mu.Unlock()
-			return nil, &UnavailableError{Server: s.cfg.Name, Err: errStopped}
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
 		}
 		if c := s.clients[id]; c != nil {
 			if c.acquire() {
@@ -703,7 +704,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*
 		if s.state == StateStopped {
 			s.mu.Unlock()
 			c.close()
-			return nil, &UnavailableError{Server: s.cfg.Name, Err: errStopped}
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
 		}
 		c.watch()
 		c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() { s.closeIdle(id, c) })
@@ -764,7 +765,7 @@ func (s *Server) ReleaseClient(id ClientID) {
 // finish, then every connection and child is closed. It returns when all
 // are gone.
 func (s *Server) Stop(ctx context.Context, drain time.Duration) {
-	s.stop(ctx, drain, errStopped)
+	s.stop(ctx, drain, ErrStopped)
 }
 
 // stop is Stop; reason says why, to the calls it cuts short.
