@@ -525,3 +525,75 @@ func TestFaultConcurrentClientsReloadsAndKill(t *testing.T) {
 		t.Errorf("added server: %q", got)
 	}
 }
+
+// wrapped returns the YAML of a faults server started through a shell
+// that leaves a grandchild behind (sleep) and execs the fixture: a wrapper
+// whose descendants share its process group, as under npx.
+func wrapped(name string, extra ...string) string {
+	return fmt.Sprintf("name: %s\ntool_command: sh\nargs: [\"-c\", \"sleep 3600 & exec \\\"$0\\\"\", %q]\nenv:\n  %s: faults\n  %s: %s\n%s\n",
+		name, fixtureBin, fixtureEnv, faultsServerEnv, name, strings.Join(extra, "\n"))
+}
+
+// groupOf returns the child with pid and the processes of its group.
+func groupOf(t *testing.T, mcpmuxPID, pid int) []proc {
+	t.Helper()
+	var group []proc
+	pgid := 0
+	tree := procTree(mcpmuxPID)
+	for _, p := range tree {
+		if p.pid == pid {
+			pgid = p.pgid
+		}
+	}
+	for _, p := range tree {
+		if p.pgid == pgid {
+			group = append(group, p)
+		}
+	}
+	if pgid != pid || len(group) < 2 || !slices.ContainsFunc(group, func(p proc) bool { return p.comm == "sleep" }) {
+		t.Fatalf("child %d: group %+v, want it leading a group with its sleep", pid, group)
+	}
+	return group
+}
+
+func waitAllGone(t *testing.T, ps []proc) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for left := stillRunning(ps); len(left) > 0; left = stillRunning(ps) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still running: %+v", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestFaultWholeGroupEnds(t *testing.T) {
+	t.Run("reload removes the server", func(t *testing.T) {
+		w := startWatched(t, map[string]string{
+			"tool/wrapped.yaml": wrapped("wrapped"),
+			"tool/other.yaml":   faults("other"),
+		})
+		group := groupOf(t, w.p.cmd.Process.Pid, childPID(t, w.cs, "wrapped"))
+		if err := os.Remove(filepath.Join(w.dir, "tool/wrapped.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		w.p.logs.waitFor(t, regexp.MustCompile(`removed=\[wrapped\]`))
+		waitAllGone(t, group)
+		if got := resultText(callTool(t, w.cs, "other__tag", map[string]any{"tag": "x"})); got != "other:x" {
+			t.Errorf("other server: %q", got)
+		}
+	})
+	t.Run("per-client connection of a client that leaves", func(t *testing.T) {
+		dir := writeConfig(t, map[string]string{"tool/wrapped.yaml": wrapped("wrapped", "session: per-client")})
+		p := startHTTP(t, dir)
+		cs, err := connectHTTP(t, p, "/mcp", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		group := groupOf(t, p.cmd.Process.Pid, childPID(t, cs, "wrapped"))
+		if err := cs.Close(); err != nil {
+			t.Fatal(err)
+		}
+		waitAllGone(t, group)
+	})
+}
