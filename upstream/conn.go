@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -116,6 +117,7 @@ func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 		return nil, err
 	}
 	cs, err := client.Connect(ctx, countTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, c.gate), sessOpts)
+	stderr.started()
 	if cmd.Process != nil {
 		c.pid = cmd.Process.Pid
 	}
@@ -186,9 +188,33 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(req)
 }
 
+// childStderr is the read end of a child's stderr pipe, logged line by
+// line. An OS pipe read here, not exec.Cmd's copying: with that, Wait
+// would wait for every grandchild that holds stderr open (the server under
+// an npx wrapper), delaying each close of such a server by WaitDelay.
+type childStderr struct {
+	*lineLogger
+	w      *os.File      // the child's end; closed here once it has started
+	copied chan struct{} // closed when every writer has closed the pipe
+}
+
+// started closes mcpmux's copy of the child's end, so that the pipe ends
+// when the child's process group does.
+func (e *childStderr) started() { _ = e.w.Close() }
+
+// Tail returns the last lines, once the child's output has been read (or
+// after a moment, should a grandchild keep the pipe open).
+func (e *childStderr) Tail() string {
+	select {
+	case <-e.copied:
+	case <-time.After(time.Second):
+	}
+	return e.lineLogger.Tail()
+}
+
 // command builds the child process of a stdio server, and the logger that
 // receives its stderr.
-func (srv *Server) command(task string) (*exec.Cmd, *lineLogger, error) {
+func (srv *Server) command(task string) (*exec.Cmd, *childStderr, error) {
 	path, err := resolveCommand(srv.cfg.Command, srv.opts.Self)
 	if err != nil {
 		return nil, nil, err
@@ -196,8 +222,17 @@ func (srv *Server) command(task string) (*exec.Cmd, *lineLogger, error) {
 	cmd := exec.Command(path, srv.cfg.Args...)
 	cmd.Dir = srv.cfg.Cwd
 	cmd.Env = childEnv(os.Environ(), srv.cfg.Env, task)
-	stderr := newLineLogger(srv.log, "stderr")
-	cmd.Stderr = stderr
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the stderr pipe: %w", err)
+	}
+	stderr := &childStderr{lineLogger: newLineLogger(srv.log, "stderr"), w: w, copied: make(chan struct{})}
+	go func() {
+		defer close(stderr.copied)
+		_, _ = io.Copy(stderr.lineLogger, r)
+		_ = r.Close()
+	}()
+	cmd.Stderr = w
 	// Own process group, so that shutdown reaches an npx wrapper's child
 	// too; and die with us if we are killed without a chance to clean up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
