@@ -406,9 +406,9 @@ func TestFaultGracefulShutdown(t *testing.T) {
 			var cs *mcp.ClientSession
 			var p *process
 			if mode == "stdio" {
-				cs, p = startStdio(t, dir, "--shutdown-grace", "1s")
+				cs, p = startStdio(t, dir, "--shutdown-grace", "2s")
 			} else {
-				p = startHTTP(t, dir, "--shutdown-grace", "1s")
+				p = startHTTP(t, dir, "--shutdown-grace", "2s")
 				var err error
 				if cs, err = connectHTTP(t, p, "/mcp", nil); err != nil {
 					t.Fatal(err)
@@ -433,7 +433,7 @@ func TestFaultGracefulShutdown(t *testing.T) {
 			}
 			// One that does not is cancelled, with an answer that says so.
 			res := receive(t, hanging, "call past the grace")
-			if !res.IsError || !strings.Contains(resultText(res), "mcpmux is shutting down") || !strings.Contains(resultText(res), "grace period of 1s") {
+			if !res.IsError || !strings.Contains(resultText(res), "mcpmux is shutting down") || !strings.Contains(resultText(res), "grace period of 2s") {
 				t.Errorf("call past the grace = %q (isError %v)", resultText(res), res.IsError)
 			}
 			if err := p.wait(t); err != nil {
