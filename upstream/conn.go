@@ -26,8 +26,11 @@ import (
 // list_changed notifications that need no subscription (see DESIGN §6).
 const downstreamProtocol = "2025-11-25"
 
+// keepAliveInterval is how often a quiet session is pinged; tests shorten
+// it.
+var keepAliveInterval = 30 * time.Second
+
 const (
-	keepAliveInterval  = 30 * time.Second
 	keepAliveFailures  = 3
 	terminateGrace     = 2 * time.Second // after closing stdin, before SIGTERM
 	killGrace          = 3 * time.Second // after SIGTERM, before SIGKILL

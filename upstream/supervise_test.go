@@ -25,6 +25,7 @@ type flaky struct {
 	down  bool       // new connections fail
 	dials int
 
+	frozen        atomic.Bool // the connections drop every message
 	running, peak atomic.Int32
 	started       chan struct{} // one value per block call that began
 	release       chan struct{}
@@ -59,8 +60,12 @@ func (f *flaky) transport(cfg *config.Server) mcp.Transport {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo"}}}, nil
 		})
-	// A pipe the test can cut, as a dying child cuts its stdio.
-	client, srv := net.Pipe()
+	// Pipes the test can cut, as a dying child cuts its stdio, or freeze,
+	// as a hung child stops answering.
+	client, relayA := net.Pipe()
+	relayB, srv := net.Pipe()
+	go f.relay(relayA, relayB)
+	go f.relay(relayB, relayA)
 	if _, err := s.Connect(context.Background(), &mcp.IOTransport{Reader: srv, Writer: srv}, nil); err != nil {
 		panic(err)
 	}
@@ -82,6 +87,25 @@ func (f *flaky) setDown(down bool) {
 	f.mu.Lock()
 	f.down = down
 	f.mu.Unlock()
+}
+
+// relay copies src to dst, dropping everything while frozen.
+func (f *flaky) relay(src, dst net.Conn) {
+	defer src.Close()
+	defer dst.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		if f.frozen.Load() {
+			continue
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
+	}
 }
 
 type failingTransport struct{}
@@ -292,4 +316,25 @@ func TestStopLetsCallsFinishWithinGrace(t *testing.T) {
 		t.Errorf("call within the grace: %v", err)
 	}
 	<-closed
+}
+
+func TestUnansweredPingsReconnect(t *testing.T) {
+	shortBackoff(t)
+	old := keepAliveInterval
+	keepAliveInterval = 50 * time.Millisecond
+	t.Cleanup(func() { keepAliveInterval = old })
+	f := newFlaky()
+	s := startFlaky(t, f, "", nil)
+	f.frozen.Store(true) // the server hangs: pings go unanswered
+	waitState(t, s, "the frozen session given up", func(st Status) bool { return st.Restarts >= 1 })
+	f.frozen.Store(false)
+	waitState(t, s, "reconnected", func(st Status) bool { return st.State == StateUp })
+	if _, err := s.CallTool(context.Background(), callParams("echo")); err != nil {
+		t.Errorf("call after the reconnect: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dials < 2 {
+		t.Errorf("%d connections, want a new one after the failed pings", f.dials)
+	}
 }
