@@ -650,8 +650,8 @@ func (s *Server) acquire(ctx context.Context, client ClientID, task string) (*co
 }
 
 // restartWait is how long a call waits for a restarting server to come
-// back before it fails.
-const restartWait = 10 * time.Second
+// back before it fails; tests shorten it.
+var restartWait = 10 * time.Second
 
 var (
 	// ErrStopped is why a stopped server refuses calls.

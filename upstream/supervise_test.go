@@ -23,6 +23,7 @@ type flaky struct {
 	mu    sync.Mutex
 	pipes []net.Conn // server ends of the connections
 	down  bool       // new connections fail
+	hang  bool       // new connections never complete
 	dials int
 
 	frozen        atomic.Bool // the connections drop every message
@@ -41,6 +42,9 @@ func (f *flaky) transport(cfg *config.Server) mcp.Transport {
 	f.dials++
 	if f.down {
 		return failingTransport{}
+	}
+	if f.hang {
+		return hangingTransport{}
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: cfg.Name}, nil)
 	s.AddTool(&mcp.Tool{Name: "block", InputSchema: map[string]any{"type": "object"}},
@@ -106,6 +110,13 @@ func (f *flaky) relay(src, dst net.Conn) {
 			return
 		}
 	}
+}
+
+type hangingTransport struct{}
+
+func (hangingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
 }
 
 type failingTransport struct{}
@@ -336,5 +347,24 @@ func TestUnansweredPingsReconnect(t *testing.T) {
 	defer f.mu.Unlock()
 	if f.dials < 2 {
 		t.Errorf("%d connections, want a new one after the failed pings", f.dials)
+	}
+}
+
+func TestCallGivesUpOnASlowRestart(t *testing.T) {
+	shortBackoff(t)
+	old := restartWait
+	restartWait = 100 * time.Millisecond
+	t.Cleanup(func() { restartWait = old })
+	f := newFlaky()
+	s := startFlaky(t, f, "connect_timeout: 5s\n", nil)
+	f.mu.Lock()
+	f.hang = true // the restart will not finish
+	f.mu.Unlock()
+	f.crash(false)
+	waitState(t, s, "restarting", func(st Status) bool { return st.State == StateRestarting })
+	_, err := s.CallTool(context.Background(), callParams("echo"))
+	var un *UnavailableError
+	if !errors.As(err, &un) || !strings.Contains(err.Error(), "restarting") || !strings.Contains(err.Error(), "not back within 100ms") {
+		t.Errorf("call during a restart that does not finish: %v", err)
 	}
 }
