@@ -13,10 +13,12 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -586,7 +588,7 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 		go c.close()
 		return &LostError{Server: s.cfg.Name, Err: errSessionLost}
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || isClosed(c) {
+	if connGone(err) || isClosed(c) {
 		// The connection is gone: later calls must wait for the next one
 		// rather than find this one before the supervisor notices.
 		c.stopTaking()
@@ -598,6 +600,14 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 // errSessionLost is the cause of a call refused by an HTTP server that no
 // longer knows the session: the server did not run it.
 var errSessionLost = errors.New("the server restarted and lost the session")
+
+// connGone reports whether err says the connection itself broke: the
+// child's pipes closed (a write to a dead child fails with EPIPE) or the
+// session ended.
+func connGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, mcp.ErrConnectionClosed)
+}
 
 func isClosed(c *conn) bool {
 	select {
