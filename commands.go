@@ -31,7 +31,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	defer in.close(time.Second)
 
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tTRANSPORT\tDETAIL")
+	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tRESTARTS\tTRANSPORT\tDETAIL")
 	failed := 0
 	for _, st := range in.pool.Statuses() {
 		detail := ""
@@ -44,10 +44,10 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		if st.State != upstream.StateUp {
 			failed++
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", st.Name, st.State, st.Tools, st.Transport, oneLine(detail))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.State, st.Tools, st.Restarts, st.Transport, oneLine(detail))
 	}
 	for _, s := range in.snap.Disabled {
-		fmt.Fprintf(w, "%s\tdisabled\t-\t-\tenabled: false in %s\n", s.Name, s.File)
+		fmt.Fprintf(w, "%s\tdisabled\t-\t-\t-\tenabled: false in %s\n", s.Name, s.File)
 	}
 	w.Flush()
 	if len(in.snap.Errors) > 0 {

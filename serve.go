@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -57,10 +58,24 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	go in.startServers(ctx)
 	log.Info("serving MCP on stdio", "config", cf.configDir, "profile", *profile)
-	err = in.agg.RunStdio(ctx, *profile)
+	// The session outlives the signal until the running calls are answered
+	// (see shutdown.go).
+	session, endSession := context.WithCancel(context.Background())
+	defer endSession()
+	closeServers := sync.OnceFunc(func() { in.close(*grace) })
+	go func() {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down")
+			closeServers()
+			endSession()
+		case <-session.Done():
+		}
+	}()
+	err = in.agg.RunStdio(session, *profile)
+	endSession()
 	stop()
-	log.Info("shutting down")
-	in.close(*grace)
+	closeServers()
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		log.Error("stdio session ended with an error", "error", err)
 		return 1
@@ -83,6 +98,7 @@ func serveHTTP(ctx context.Context, in *instance, addr, token string, grace time
 		Handler:           in.agg.HTTPHandler(&aggregator.HTTPOptions{Token: token}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
+	requests := countRequests(srv)
 	go in.startServers(ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -102,6 +118,7 @@ func serveHTTP(ctx context.Context, in *instance, addr, token string, grace time
 	defer cancel()
 	go func() { _ = srv.Shutdown(sctx) }()
 	in.close(grace)
+	requests.wait(answerWait)
 	_ = srv.Close()
 	return code
 }

@@ -94,6 +94,12 @@ func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequ
 	start := time.Now()
 	running := a.metrics.StartCall(e.Server, e.Tool)
 	res, err := srv.CallTool(cctx, cp)
+	if next := a.pool.Get(e.Server); errors.Is(err, upstream.ErrStopped) && next != nil && next != srv {
+		// A reload replaced the server between the lookup and the call:
+		// its new version takes the call.
+		cp.Request = a.request(ctx, next, req.Session, task)
+		res, err = next.CallTool(cctx, cp)
+	}
 	elapsed := time.Since(start).Round(time.Millisecond)
 	if err != nil {
 		running.Done(failureOutcome(ctx, cctx, err))
@@ -234,16 +240,19 @@ func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Du
 		unavailable *upstream.UnavailableError
 		lost        *upstream.LostError
 		rpc         *upstream.RPCError
+		stopped     *upstream.StoppedError
 	)
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		return toolError("Tool '%s' on server '%s' timed out after %v. The call was cancelled; the server stays available. Try again with a smaller request, or use another tool.", e.Tool, e.Server, timeout)
 	case ctx.Err() != nil:
 		return toolError("Tool '%s' on server '%s' was cancelled by the client.", e.Tool, e.Server)
+	case errors.As(err, &stopped):
+		return toolError("Tool '%s' on server '%s' was cancelled: %v. It may or may not have taken effect.", e.Tool, e.Server, stopped)
 	case errors.As(err, &unavailable):
 		return toolError("Tool '%s' on server '%s' could not be called: the server is not running (%v). mcpmux restarts it automatically; try again shortly, or use another tool.", e.Tool, e.Server, unavailable.Err)
 	case errors.As(err, &lost):
-		return toolError("Tool '%s' on server '%s' failed: the server stopped answering during the call (%v). It is being restarted; the call may or may not have taken effect, so check before repeating it.", e.Tool, e.Server, lost.Err)
+		return toolError("Tool '%s' on server '%s' failed: the server stopped answering during the call: %v. mcpmux is restarting it; the call may or may not have taken effect, so check before repeating it.", e.Tool, e.Server, lost.Err)
 	case errors.As(err, &rpc):
 		return toolError("Tool '%s' on server '%s' was rejected by the server: %s (JSON-RPC error %d). Check the tool name and that the arguments match the tool's input schema.", e.Tool, e.Server, rpc.Message, rpc.Code)
 	}

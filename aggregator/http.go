@@ -95,12 +95,19 @@ type Health struct {
 	Servers []upstream.Status `json:"servers"`
 }
 
-// Health reports whether start-up is over and each server's status.
+// Health reports whether start-up is over and each server's status. The
+// status is "starting", then "ok", or "degraded" while a server is failed
+// or restarting (mcpmux itself still serves the others).
 func (a *Aggregator) Health() Health {
 	h := Health{Status: "ok", Servers: a.pool.Statuses()}
 	select {
 	case <-a.ready:
 		h.Ready = true
+		for _, st := range h.Servers {
+			if st.State == upstream.StateFailed || st.State == upstream.StateRestarting {
+				h.Status = "degraded"
+			}
+		}
 	default:
 		h.Status = "starting"
 	}

@@ -58,6 +58,10 @@ type Server struct {
 	Session        string                   `koanf:"session"`      // SessionShared or SessionPerClient
 	IdleTimeout    time.Duration            `koanf:"idle_timeout"` // per-client sessions
 	ConnectTimeout time.Duration            `koanf:"connect_timeout"`
+	// MaxConcurrency bounds the calls running at once on one connection
+	// (the shared child, or each per-client one); more wait their turn.
+	// Zero means unlimited.
+	MaxConcurrency int `koanf:"max_concurrency"`
 
 	// File is the path the server was read from; Hash identifies its
 	// content, so that an unchanged file can be recognised on reload.
@@ -168,6 +172,9 @@ func (s *Server) Validate() error {
 		if d.v < 0 {
 			return fieldErr(d.field, fmt.Errorf("must not be negative"))
 		}
+	}
+	if s.MaxConcurrency < 0 {
+		return fieldErr("max_concurrency", fmt.Errorf("must not be negative (0 means unlimited)"))
 	}
 	return nil
 }

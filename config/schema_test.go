@@ -160,7 +160,7 @@ func accepts(root, prop map[string]any, typ reflect.Type) error {
 			types = append(types, x.(string))
 		}
 	}
-	want := map[reflect.Kind]string{reflect.Bool: "boolean", reflect.String: "string", reflect.Slice: "array", reflect.Map: "object", reflect.Struct: "object"}[typ.Kind()]
+	want := map[reflect.Kind]string{reflect.Bool: "boolean", reflect.Int: "integer", reflect.String: "string", reflect.Slice: "array", reflect.Map: "object", reflect.Struct: "object"}[typ.Kind()]
 	if !slices.Contains(types, want) {
 		return fmt.Errorf("schema type %v does not allow %s for Go type %v", types, want, typ)
 	}
@@ -228,6 +228,7 @@ tool_timeouts: {run_python_code: 30m, quick: 5, half: 0.5}
 session: per-client
 idle_timeout: 600
 connect_timeout: "1.5"
+max_concurrency: 4
 `, valid: true},
 	{doc: "url: https://docs.example.com/mcp\nheaders: {Authorization: \"Bearer ${env:TOKEN}\"}\ntimeout: 1h30m\n", valid: true},
 	{doc: "type: sse\nurl: http://127.0.0.1:3001/sse\n", valid: true},
@@ -254,6 +255,8 @@ connect_timeout: "1.5"
 	{doc: "tool_command: x\ntimeout: -5\n"},
 	{doc: "tool_command: x\ntool_timeouts: {a: soon}\n"},
 	{doc: "tool_command: x\nidle_timeout: [1]\n"},
+	{doc: "tool_command: x\nmax_concurrency: -1\n"},
+	{doc: "tool_command: x\nmax_concurrency: many\n"},
 
 	// An empty scalar reads as absent; the schema flags it, since
 	// "prefix:" with nothing after it was most likely meant as "".

@@ -30,6 +30,7 @@ type inflight struct {
 	done     bool // answered; still routes trailing progress
 	caller   Caller
 	progress func(context.Context, *mcp.ProgressNotificationParams) // nil: the client asked for none
+	cancel   context.CancelCauseFunc                                // ends the request early (see conn.abort)
 }
 
 // progressTokens numbers the progress tokens mcpmux gives servers: a

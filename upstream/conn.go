@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,8 +26,11 @@ import (
 // list_changed notifications that need no subscription (see DESIGN §6).
 const downstreamProtocol = "2025-11-25"
 
+// keepAliveInterval is how often a quiet session is pinged; tests shorten
+// it.
+var keepAliveInterval = 30 * time.Second
+
 const (
-	keepAliveInterval  = 30 * time.Second
 	keepAliveFailures  = 3
 	terminateGrace     = 2 * time.Second // after closing stdin, before SIGTERM
 	killGrace          = 3 * time.Second // after SIGTERM, before SIGKILL
@@ -40,6 +44,8 @@ type conn struct {
 	cs      *mcp.ClientSession
 	cancel  context.CancelFunc // ends the context the session was opened with
 	pid     int                // process group of a stdio child; 0 for remote servers
+	cmd     *exec.Cmd          // the stdio child; nil for remote servers
+	limit   limiter            // max_concurrency of a per-client connection
 	started time.Time
 	task    string // task id the connection was opened for (per-client)
 
@@ -83,6 +89,9 @@ func (srv *Server) dial(parent context.Context, task string) (*conn, error) {
 // connect opens the session; ctx bounds the attempt and the connection.
 func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 	c := &conn{srv: srv, started: time.Now(), task: task, gate: newProgressGate(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
+	if srv.cfg.PerClient() {
+		c.limit = newLimiter(srv.cfg.MaxConcurrency)
+	}
 	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions())
 	client.AddReceivingMiddleware(c.rootsMiddleware)
 	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocol}
@@ -111,6 +120,7 @@ func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 		return nil, err
 	}
 	cs, err := client.Connect(ctx, countTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, c.gate), sessOpts)
+	stderr.started()
 	if cmd.Process != nil {
 		c.pid = cmd.Process.Pid
 	}
@@ -131,7 +141,7 @@ func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 		}
 		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
-	c.cs = cs
+	c.cs, c.cmd = cs, cmd
 	return c, nil
 }
 
@@ -181,9 +191,33 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(req)
 }
 
+// childStderr is the read end of a child's stderr pipe, logged line by
+// line. An OS pipe read here, not exec.Cmd's copying: with that, Wait
+// would wait for every grandchild that holds stderr open (the server under
+// an npx wrapper), delaying each close of such a server by WaitDelay.
+type childStderr struct {
+	*lineLogger
+	w      *os.File      // the child's end; closed here once it has started
+	copied chan struct{} // closed when every writer has closed the pipe
+}
+
+// started closes mcpmux's copy of the child's end, so that the pipe ends
+// when the child's process group does.
+func (e *childStderr) started() { _ = e.w.Close() }
+
+// Tail returns the last lines, once the child's output has been read (or
+// after a moment, should a grandchild keep the pipe open).
+func (e *childStderr) Tail() string {
+	select {
+	case <-e.copied:
+	case <-time.After(time.Second):
+	}
+	return e.lineLogger.Tail()
+}
+
 // command builds the child process of a stdio server, and the logger that
 // receives its stderr.
-func (srv *Server) command(task string) (*exec.Cmd, *lineLogger, error) {
+func (srv *Server) command(task string) (*exec.Cmd, *childStderr, error) {
 	path, err := resolveCommand(srv.cfg.Command, srv.opts.Self)
 	if err != nil {
 		return nil, nil, err
@@ -191,8 +225,17 @@ func (srv *Server) command(task string) (*exec.Cmd, *lineLogger, error) {
 	cmd := exec.Command(path, srv.cfg.Args...)
 	cmd.Dir = srv.cfg.Cwd
 	cmd.Env = childEnv(os.Environ(), srv.cfg.Env, task)
-	stderr := newLineLogger(srv.log, "stderr")
-	cmd.Stderr = stderr
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the stderr pipe: %w", err)
+	}
+	stderr := &childStderr{lineLogger: newLineLogger(srv.log, "stderr"), w: w, copied: make(chan struct{})}
+	go func() {
+		defer close(stderr.copied)
+		_, _ = io.Copy(stderr.lineLogger, r)
+		_ = r.Close()
+	}()
+	cmd.Stderr = w
 	// Own process group, so that shutdown reaches an npx wrapper's child
 	// too; and die with us if we are killed without a chance to clean up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -304,8 +347,51 @@ func (c *conn) release() {
 	}
 }
 
-// drain stops new calls and waits up to timeout for running ones to end.
-func (c *conn) drain(ctx context.Context, timeout time.Duration) {
+// stopTaking makes acquire fail from now on, for a connection about to be
+// closed.
+func (c *conn) stopTaking() {
+	c.mu.Lock()
+	c.draining = true
+	c.mu.Unlock()
+}
+
+// abort cancels the requests running on c, with cause as the reason their
+// callers read.
+func (c *conn) abort(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.requests {
+		if !r.done && r.cancel != nil {
+			r.cancel(cause)
+		}
+	}
+}
+
+// lostReason says why c's session ended under a call: for a child, how it
+// exited, once the transport has reaped it (which follows at once when it
+// died).
+func (c *conn) lostReason(err error) error {
+	if c.cmd == nil {
+		return connLostError(err)
+	}
+	select {
+	case <-c.done:
+		// The transport has waited for the child before ending the session.
+		if st := c.cmd.ProcessState; st != nil {
+			return fmt.Errorf("the server exited (%v)", st)
+		}
+	case <-time.After(exitStatusWait):
+	}
+	return errors.New("the server exited or closed its output")
+}
+
+// exitStatusWait is how long a call cut off by a dying child waits to learn
+// its exit status.
+const exitStatusWait = time.Second
+
+// drain stops new calls and waits up to timeout for running ones to end;
+// it reports whether they did.
+func (c *conn) drain(ctx context.Context, timeout time.Duration) bool {
 	c.mu.Lock()
 	c.draining = true
 	if c.idle != nil {
@@ -313,7 +399,7 @@ func (c *conn) drain(ctx context.Context, timeout time.Duration) {
 	}
 	if c.inflight == 0 {
 		c.mu.Unlock()
-		return
+		return true
 	}
 	ch := make(chan struct{})
 	c.drained = ch
@@ -324,10 +410,12 @@ func (c *conn) drain(ctx context.Context, timeout time.Duration) {
 	defer t.Stop()
 	select {
 	case <-ch:
+		return true
 	case <-t.C:
-		c.srv.log.Warn("running calls did not finish in time; closing anyway", "limit", timeout)
+		c.srv.log.Warn("running calls did not finish in time; cancelling them", "limit", timeout)
 	case <-ctx.Done():
 	}
+	return false
 }
 
 // close ends the session and makes sure the child's whole process group is

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"fmt"
+	"time"
 )
 
 // UnavailableError is returned for a call to a server that is not running.
@@ -38,3 +39,17 @@ type RPCError struct {
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("server %q answered with error %d: %s", e.Server, e.Code, e.Message)
 }
+
+// StoppedError is returned for a call cut short because the server was
+// stopped (mcpmux shutting down, or the server removed by a reload) and the
+// call ran past the grace period it was given.
+type StoppedError struct {
+	Server string
+	Reason error
+	Grace  time.Duration
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("%v, and the call to server %q did not finish within the grace period of %v", e.Reason, e.Server, e.Grace)
+}
+func (e *StoppedError) Unwrap() error { return e.Reason }

@@ -167,7 +167,7 @@ func (p *Pool) Apply(ctx context.Context, cfgs []*config.Server, callTimeout tim
 	// Registered under p.mu, so that Close, which sets closed under it,
 	// waits for these too.
 	for _, o := range retired {
-		p.retiring.Go(func() { o.Stop(p.retireCtx, o.MaxCallTimeout(callTimeout)) })
+		p.retiring.Go(func() { o.stop(p.retireCtx, o.MaxCallTimeout(callTimeout), errRetired) })
 	}
 	p.mu.Unlock()
 	slices.Sort(ch.Added)
@@ -186,7 +186,9 @@ func (p *Pool) ReleaseClient(id ClientID) {
 	}
 }
 
-// Close stops every server, giving running calls up to grace to finish.
+// Close stops every server, giving running calls up to grace to finish;
+// calls still running then are cancelled and answered with a
+// *StoppedError.
 func (p *Pool) Close(ctx context.Context, grace time.Duration) {
 	p.mu.Lock()
 	p.closed = true
@@ -197,7 +199,7 @@ func (p *Pool) Close(ctx context.Context, grace time.Duration) {
 	defer stopRetired.Stop()
 	var wg sync.WaitGroup
 	for _, s := range servers {
-		wg.Go(func() { s.Stop(ctx, grace) })
+		wg.Go(func() { s.stop(ctx, grace, ErrShuttingDown) })
 	}
 	wg.Wait()
 	p.retiring.Wait()

@@ -13,10 +13,12 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -68,11 +70,14 @@ type ClientID string
 
 // Status is a snapshot of a server's condition, for check and /healthz.
 type Status struct {
-	Name      string    `json:"name"`
-	State     State     `json:"state"`
-	Error     string    `json:"error,omitempty"`
-	Tools     int       `json:"tools"`
-	Restarts  int       `json:"restarts"`
+	Name     string `json:"name"`
+	State    State  `json:"state"`
+	Error    string `json:"error,omitempty"`
+	Tools    int    `json:"tools"`
+	Restarts int    `json:"restarts"`
+	// Failures counts the connection attempts that failed in a row; zero
+	// once one succeeds.
+	Failures  int       `json:"failures,omitempty"`
 	PID       int       `json:"pid,omitempty"`
 	Transport string    `json:"transport"`
 	Session   string    `json:"session"`
@@ -108,7 +113,9 @@ type Server struct {
 	lastErr  error
 	since    time.Time
 	restarts int
+	failures int           // consecutive failed connection attempts
 	changed  chan struct{} // closed and replaced on every state change
+	limit    limiter       // max_concurrency of a shared server; nil: unlimited
 	cur      *conn         // the shared connection while up
 	features Features      // last known lists; kept while restarting
 	clients  map[ClientID]*conn
@@ -136,6 +143,7 @@ func newServer(cfg *config.Server, opts *Options) *Server {
 		changed:  make(chan struct{}),
 		clients:  map[ClientID]*conn{},
 		dialing:  map[ClientID]chan struct{}{},
+		limit:    newLimiter(cfg.MaxConcurrency),
 	}
 }
 
@@ -164,6 +172,7 @@ func (s *Server) Status() Status {
 		State:    s.state,
 		Tools:    len(s.features.Tools),
 		Restarts: s.restarts,
+		Failures: s.failures,
 		Session:  s.cfg.Session,
 		Clients:  len(s.clients),
 		Since:    s.since,
@@ -253,16 +262,19 @@ func (s *Server) supervise() {
 			return
 		}
 		if err != nil {
-			s.mu.Lock()
-			s.setState(StateFailed, err)
-			s.mu.Unlock()
+			withdrawn := s.failed(err)
 			delay := bo.next()
-			s.log.Error("server failed to start", "error", err, "retry_in", delay.Round(time.Millisecond))
+			s.log.Error("server failed to start", "error", err, "attempts_failed", s.Status().Failures, "retry_in", delay.Round(time.Millisecond))
+			if withdrawn {
+				s.log.Warn("server is down; its tools are withdrawn until it is back", "attempts_failed", withdrawAfter)
+				s.notifyChanged()
+			}
 			finishFirst()
 			if !s.sleep(delay) {
 				return
 			}
 			s.mu.Lock()
+			s.restarts++
 			s.setState(StateRestarting, err)
 			s.mu.Unlock()
 			continue
@@ -313,6 +325,27 @@ func (s *Server) supervise() {
 	}
 }
 
+// withdrawAfter is how many connection attempts in a row may fail before
+// a server counts as down: its tools leave the catalog (clients are told
+// with list_changed) until an attempt succeeds again. Until then they stay
+// listed, so that a server that restarts after a crash does not make its
+// tools flicker.
+const withdrawAfter = 3
+
+// failed records a failed connection attempt. It reports whether the
+// server has just become down and its lists were withdrawn.
+func (s *Server) failed(err error) (withdrawn bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures++
+	s.setState(StateFailed, err)
+	if s.failures == withdrawAfter && !s.features.same(Features{}) {
+		s.features = Features{}
+		return true
+	}
+	return false
+}
+
 // connLostError describes why a connection ended.
 func connLostError(err error) error {
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
@@ -350,6 +383,7 @@ func (s *Server) setUp(c *conn, f Features) bool {
 	s.cur = c
 	changed := !s.features.same(f)
 	s.features = f
+	s.failures = 0
 	s.setState(StateUp, nil)
 	s.mu.Unlock()
 	if changed {
@@ -474,18 +508,49 @@ func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
 
 // run sends one request on a connection for r, registered as in flight so
 // that what the server asks or says meanwhile reaches r.Caller.
+//
+// An HTTP server that answers "unknown session" has not run the request:
+// it restarted and forgot us. Then the request is sent once more, on the
+// new session, so that the client never sees that restart.
 func run[R any](ctx context.Context, s *Server, r Request, progress func(context.Context, *mcp.ProgressNotificationParams), send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
+	res, err := runOnce(ctx, s, r, progress, send)
+	if errors.Is(err, errSessionLost) {
+		s.log.Info("resending the request on a new session")
+		res, err = runOnce(ctx, s, r, progress, send)
+	}
+	return res, err
+}
+
+func runOnce[R any](ctx context.Context, s *Server, r Request, progress func(context.Context, *mcp.ProgressNotificationParams), send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
 	var zero R
+	if !s.cfg.PerClient() {
+		free, err := s.limit.take(ctx)
+		if err != nil {
+			return zero, err
+		}
+		defer free()
+	}
 	c, err := s.acquire(ctx, r.Client, r.Task)
 	if err != nil {
 		return zero, err
 	}
 	defer c.release()
+	if s.cfg.PerClient() {
+		free, err := c.limit.take(ctx)
+		if err != nil {
+			return zero, err
+		}
+		defer free()
+	}
+	// Stop cancels the request with a *StoppedError as the cause when it
+	// runs past the grace period.
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	token := newProgressToken()
-	defer c.begin(token, &inflight{caller: r.Caller, progress: progress})()
-	res, err := send(ctx, c.cs, token)
+	defer c.begin(token, &inflight{caller: r.Caller, progress: progress, cancel: cancel})()
+	res, err := send(cctx, c.cs, token)
 	if err != nil {
-		return zero, s.callError(ctx, c, err)
+		return zero, s.callError(ctx, cctx, c, err)
 	}
 	c.gate.wait(ctx)
 	return res, nil
@@ -501,25 +566,47 @@ func withProgressToken(m mcp.Meta, token string) mcp.Meta {
 	return out
 }
 
-// callError classifies a failed call.
-func (s *Server) callError(ctx context.Context, c *conn, err error) error {
+// callError classifies a failed call; cctx is the request's own context,
+// below the caller's ctx.
+func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	var stopped *StoppedError
+	if errors.As(context.Cause(cctx), &stopped) {
+		return stopped
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
 		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message}
 	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
-		// The HTTP server forgot our session (it restarted): reconnect.
+		// The HTTP server forgot our session (it restarted): reconnect. No
+		// new call may take this connection meanwhile.
 		s.log.Warn("server lost our session; reconnecting")
+		c.stopTaking()
 		go c.close()
-		return &LostError{Server: s.cfg.Name, Err: errors.New("the server restarted and lost the session")}
+		return &LostError{Server: s.cfg.Name, Err: errSessionLost}
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || isClosed(c) {
-		return &LostError{Server: s.cfg.Name, Err: connLostError(err)}
+	if connGone(err) || isClosed(c) {
+		// The connection is gone: later calls must wait for the next one
+		// rather than find this one before the supervisor notices.
+		c.stopTaking()
+		return &LostError{Server: s.cfg.Name, Err: c.lostReason(err)}
 	}
 	return &LostError{Server: s.cfg.Name, Err: err}
+}
+
+// errSessionLost is the cause of a call refused by an HTTP server that no
+// longer knows the session: the server did not run it.
+var errSessionLost = errors.New("the server restarted and lost the session")
+
+// connGone reports whether err says the connection itself broke: the
+// child's pipes closed (a write to a dead child fails with EPIPE) or the
+// session ended.
+func connGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, mcp.ErrConnectionClosed)
 }
 
 func isClosed(c *conn) bool {
@@ -536,6 +623,7 @@ func (s *Server) acquire(ctx context.Context, client ClientID, task string) (*co
 	if s.cfg.PerClient() {
 		return s.acquireClient(ctx, client, task)
 	}
+	var patience <-chan time.Time // started at the first wait for a restart
 	for {
 		s.mu.Lock()
 		if c := s.cur; c != nil && c.acquire() {
@@ -548,18 +636,40 @@ func (s *Server) acquire(ctx context.Context, client ClientID, task string) (*co
 		case StateFailed:
 			return nil, &UnavailableError{Server: s.cfg.Name, Err: lastErr}
 		case StateStopped:
-			return nil, &UnavailableError{Server: s.cfg.Name, Err: errStopped}
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
 		}
-		// Starting or restarting: wait for the outcome.
+		// Starting, restarting, or up on a connection that is going away:
+		// wait for the outcome; for a restart, only briefly.
+		if patience == nil && state != StateStarting {
+			t := time.NewTimer(restartWait)
+			defer t.Stop()
+			patience = t.C
+		}
 		select {
 		case <-changed:
+		case <-patience:
+			why := "it is restarting"
+			if lastErr != nil {
+				why = fmt.Sprintf("it is restarting after: %v;", lastErr)
+			}
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: fmt.Errorf("%s it was not back within %v", why, restartWait)}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
 }
 
-var errStopped = errors.New("the server was removed or mcpmux is shutting down")
+// restartWait is how long a call waits for a restarting server to come
+// back before it fails; tests shorten it.
+var restartWait = 10 * time.Second
+
+var (
+	// ErrStopped is why a stopped server refuses calls.
+	ErrStopped = errors.New("the server was removed or mcpmux is shutting down")
+	// ErrShuttingDown is why calls are cut short by Pool.Close.
+	ErrShuttingDown = errors.New("mcpmux is shutting down")
+	errRetired      = errors.New("the server was removed or changed by a config reload")
+)
 
 // acquireClient returns the caller's own connection, opening it on first use.
 func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*conn, error) {
@@ -567,7 +677,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*
 		s.mu.Lock()
 		if s.state == StateStopped {
 			s.mu.Unlock()
-			return nil, &UnavailableError{Server: s.cfg.Name, Err: errStopped}
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
 		}
 		if c := s.clients[id]; c != nil {
 			if c.acquire() {
@@ -604,7 +714,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*
 		if s.state == StateStopped {
 			s.mu.Unlock()
 			c.close()
-			return nil, &UnavailableError{Server: s.cfg.Name, Err: errStopped}
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
 		}
 		c.watch()
 		c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() { s.closeIdle(id, c) })
@@ -665,6 +775,11 @@ func (s *Server) ReleaseClient(id ClientID) {
 // finish, then every connection and child is closed. It returns when all
 // are gone.
 func (s *Server) Stop(ctx context.Context, drain time.Duration) {
+	s.stop(ctx, drain, ErrStopped)
+}
+
+// stop is Stop; reason says why, to the calls it cuts short.
+func (s *Server) stop(ctx context.Context, drain time.Duration, reason error) {
 	s.cancel()
 	s.mu.Lock()
 	var conns []*conn
@@ -681,7 +796,12 @@ func (s *Server) Stop(ctx context.Context, drain time.Duration) {
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Go(func() {
-			c.drain(ctx, drain)
+			if !c.drain(ctx, drain) {
+				// Cut the calls short with an answer that says why,
+				// before the connection goes.
+				c.abort(&StoppedError{Server: s.cfg.Name, Reason: reason, Grace: drain})
+				c.drain(context.Background(), abortWait)
+			}
 			c.close()
 		})
 	}
@@ -701,13 +821,17 @@ func (s *Server) MaxCallTimeout(global time.Duration) time.Duration {
 const (
 	stableAfter     = 30 * time.Second // a connection up this long resets the backoff
 	clientLeftDrain = 5 * time.Second
+	abortWait       = 2 * time.Second // for cancelled calls to return their answers
 )
 
 // backoff yields exponentially growing delays with jitter.
 type backoff struct{ n int }
 
+// backoffUnit is the first delay; tests shorten it.
+var backoffUnit = 500 * time.Millisecond
+
 func (b *backoff) next() time.Duration {
-	d := 500 * time.Millisecond << min(b.n, 6) // up to 32s
+	d := backoffUnit << min(b.n, 6) // up to 32s
 	b.n++
 	// ±25% jitter, so that servers failing together do not retry together.
 	return d*3/4 + rand.N(d/2)

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Graceful shutdown, in this order: stop accepting; let running calls
+// finish within the grace period; cancel the rest, which answers them with
+// an isError result; deliver those answers; only then close the client
+// connections. Closing them first would drop the answers.
+
+// answerWait bounds how long the answers of the last calls may take to
+// reach their clients once every call has returned.
+const answerWait = 5 * time.Second
+
+// requestCounter counts the HTTP requests being served, except GETs: those
+// are a session's event streams, which stay open until closed.
+type requestCounter struct {
+	next http.Handler
+
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+// countRequests makes srv count its requests.
+func countRequests(srv *http.Server) *requestCounter {
+	rc := &requestCounter{next: srv.Handler}
+	srv.Handler = rc
+	return rc
+}
+
+func (rc *requestCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		rc.mu.Lock()
+		rc.n++
+		rc.mu.Unlock()
+		defer rc.done()
+	}
+	rc.next.ServeHTTP(w, r)
+}
+
+func (rc *requestCounter) done() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.n--
+	if rc.n == 0 && rc.zero != nil {
+		close(rc.zero)
+		rc.zero = nil
+	}
+}
+
+// wait returns when no request is being served, or after d.
+func (rc *requestCounter) wait(d time.Duration) {
+	rc.mu.Lock()
+	if rc.n == 0 {
+		rc.mu.Unlock()
+		return
+	}
+	if rc.zero == nil {
+		rc.zero = make(chan struct{})
+	}
+	zero := rc.zero
+	rc.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-zero:
+	case <-t.C:
+	}
+}
