@@ -181,6 +181,21 @@ type Settings struct {
 	// rewrite.
 	Rewrite []*Rule `koanf:"rewrite"`
 
+	// HTTP front and limits (see security.go).
+
+	// TokenFile holds the bearer token HTTP clients must send, relative to
+	// the config directory; --token and MCPMUX_TOKEN take precedence.
+	TokenFile string `koanf:"token_file"`
+	// AllowedOrigins are browser origins allowed besides loopback ones,
+	// e.g. "https://app.example.com" or "http://devbox:*".
+	AllowedOrigins []string `koanf:"allowed_origins"`
+	// MaxRequestBytes bounds an HTTP request body; zero means
+	// DefaultMaxRequestBytes.
+	MaxRequestBytes Size `koanf:"max_request_bytes"`
+	// MaxResultBytes bounds a tool result passed to a client; bigger ones
+	// are truncated. Zero means DefaultMaxResultBytes.
+	MaxResultBytes Size `koanf:"max_result_bytes"`
+
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
 }
@@ -233,6 +248,12 @@ func (s *Settings) normalize() {
 	if s.ConnectTimeout == 0 {
 		s.ConnectTimeout = DefaultConnectTimeout
 	}
+	if s.MaxRequestBytes == 0 {
+		s.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if s.MaxResultBytes == 0 {
+		s.MaxResultBytes = DefaultMaxResultBytes
+	}
 }
 
 var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
@@ -247,6 +268,9 @@ func (s *Settings) Validate() error {
 	}
 	if s.ConnectTimeout < 0 {
 		return fieldErr("connect_timeout", fmt.Errorf("must not be negative"))
+	}
+	if err := s.validateSecurity(); err != nil {
+		return err
 	}
 	for i, r := range s.Rewrite {
 		if r == nil {

@@ -57,6 +57,9 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 		if ferr != nil {
 			snap.Errors = append(snap.Errors, ferr)
 		} else {
+			if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
+				s.TokenFile = filepath.Join(dir, s.TokenFile)
+			}
 			snap.Settings = s
 		}
 	}
@@ -208,7 +211,7 @@ func decode(path string, data []byte, lookup LookupFunc, out any) *FileError {
 	err := k.UnmarshalWithConf("", out, koanf.UnmarshalConf{
 		Tag: "koanf",
 		DecoderConfig: &mapstructure.DecoderConfig{
-			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, scalarToStringHook),
+			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, sizeHook, scalarToStringHook),
 			ErrorUnused: true,
 		},
 	})
