@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -35,6 +36,7 @@ func newInstance(dir, task string, log *slog.Logger) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	logs.MaskerOf(log).Add(snap.Secrets()...)
 	in := &instance{log: log, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{})}
 	for _, fe := range snap.Errors {
 		log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)

@@ -86,3 +86,38 @@ func TestOriginPatterns(t *testing.T) {
 		}
 	}
 }
+
+func TestSecrets(t *testing.T) {
+	srv, ferr := ParseServer("tool/x.yaml", []byte(`tool_command: x
+env:
+  SERPER_API_KEY: abcd
+  MODE: echo
+  NODE_ENV: production
+  OPAQUE: 9f8e7d6c5b4a39281706
+  DATA_DIR: /var/lib/data2026/xyz
+  DB: "postgres://app:pw-1234@db/app"
+  N: 1800
+`), env(nil))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	remote, ferr := ParseServer("tool/r.yaml", []byte("url: https://h/mcp\nheaders: {Authorization: \"Bearer tok-5678\", X-Api: k9k9}\n"), env(nil))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	snap := &Snapshot{Servers: []*Server{srv}, Disabled: []*Server{remote}}
+	got := map[string]bool{}
+	for _, s := range snap.Secrets() {
+		got[s] = true
+	}
+	for _, want := range []string{"abcd", "9f8e7d6c5b4a39281706", "pw-1234", "Bearer tok-5678", "tok-5678", "k9k9"} {
+		if !got[want] {
+			t.Errorf("%q is not a secret; secrets: %v", want, got)
+		}
+	}
+	for _, not := range []string{"echo", "production", "/var/lib/data2026/xyz", "1800"} {
+		if got[not] {
+			t.Errorf("%q should not be masked", not)
+		}
+	}
+}
