@@ -197,4 +197,8 @@ func TestHTTPBodyLimit(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Request Entity Too Large") {
 		t.Errorf("oversized call through a client: err %v, want a 413", err)
 	}
+	// The 413 carries a JSON-RPC error, so the client keeps its session.
+	if res := call(t, cs, "alpha__echo", map[string]any{"text": "again"}); text(res) != "alpha:again" {
+		t.Errorf("call after a 413: %q", text(res))
+	}
 }
