@@ -49,6 +49,9 @@ func ParseOrigin(s string) (OriginPattern, error) {
 		return bad("want scheme://host[:port], nothing else")
 	}
 	host := strings.ToLower(u.Hostname())
+	if host == "" { // "http://:0" has a Host but no host name
+		return bad("no host name")
+	}
 	port := u.Port()
 	if anyPort {
 		port = "*"
