@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -119,5 +121,19 @@ env:
 		if got[not] {
 			t.Errorf("%q should not be masked", not)
 		}
+	}
+}
+
+func TestTokenFileIsRelativeToTheConfigDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, SettingsFile), []byte("token_file: secrets/t\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Load(dir, &Options{Lookup: env(nil)})
+	if err != nil || len(snap.Errors) > 0 {
+		t.Fatal(err, snap.Errors)
+	}
+	if want := filepath.Join(dir, "secrets", "t"); snap.Settings.TokenFile != want {
+		t.Errorf("token_file = %q, want %q", snap.Settings.TokenFile, want)
 	}
 }
