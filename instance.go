@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/config"
-	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -36,7 +35,7 @@ func newInstance(dir, task string, log *slog.Logger) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	logs.MaskerOf(log).Add(snap.Secrets()...)
+	maskSecrets(log, snap)
 	in := &instance{log: log, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{})}
 	for _, fe := range snap.Errors {
 		log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)

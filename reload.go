@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/mcpmux/mcpmux/config"
-	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 // desired is the configuration the pool should run after a reload: each
@@ -66,7 +65,7 @@ func (d *desired) same(running *desired) bool {
 // reload applies a new snapshot: only the difference. Unchanged servers are
 // not touched; settings apply to the next call without restarting anything.
 func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
-	logs.MaskerOf(in.log).Add(snap.Secrets()...)
+	maskSecrets(in.log, snap)
 	// A change seen during start-up is applied right after it.
 	select {
 	case <-in.started:

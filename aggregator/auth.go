@@ -17,7 +17,7 @@ import (
 // carrying another token, so a session id leaked to the holder of another
 // token is of no use to them.
 type tokenSet struct {
-	tokens [][]byte
+	tokens []string
 	ids    []string // tokenID of each token
 }
 
@@ -27,7 +27,7 @@ func newTokenSet(tokens []string) *tokenSet {
 		if t == "" {
 			continue
 		}
-		ts.tokens = append(ts.tokens, []byte(t))
+		ts.tokens = append(ts.tokens, t)
 		ts.ids = append(ts.ids, tokenID(t))
 	}
 	return ts
@@ -45,17 +45,22 @@ func tokenID(t string) string {
 // configured token is compared, in constant time, so that timing tells
 // neither the token nor which one matched.
 func (ts *tokenSet) match(header string) (id string, ok bool) {
-	scheme, got, found := strings.Cut(strings.TrimSpace(header), " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	g := []byte(strings.TrimSpace(got))
 	for i, t := range ts.tokens {
-		if subtle.ConstantTimeCompare(g, t) == 1 {
+		if validBearer(header, t) {
 			id, ok = ts.ids[i], true
 		}
 	}
 	return id, ok
+}
+
+// validBearer reports whether an Authorization header carries token,
+// comparing in constant time.
+func validBearer(header, token string) bool {
+	scheme, got, found := strings.Cut(strings.TrimSpace(header), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
 }
 
 // require answers 401 to requests without a valid token and passes the

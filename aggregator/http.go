@@ -48,28 +48,35 @@ func (a *Aggregator) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
-	tokens := newTokenSet(append([]string{o.Token}, o.Tokens...))
 	mux := http.NewServeMux()
-	serveMCP := tokens.require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serveMCP(w, r, &o) }))
-	mux.Handle("/mcp", serveMCP)
-	mux.Handle("/mcp/{profile}", serveMCP)
-	// /healthz needs no token, so that probes work without one; it shows
-	// server names and states, with secrets masked.
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if rebindingHost(r) {
-			http.Error(w, fmt.Sprintf("403 forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
-			return
-		}
-		a.serveHealth(w, r)
-	})
+	serveMCP := func(w http.ResponseWriter, r *http.Request) { a.serveMCP(w, r, &o) }
+	mux.HandleFunc("/mcp", serveMCP)
+	mux.HandleFunc("/mcp/{profile}", serveMCP)
+	mux.HandleFunc("GET /healthz", a.serveHealth)
+	return a.guard(mux, &o)
+}
+
+// guard puts the checks every request passes in front of the routes:
+// Origin first, so that a foreign page learns nothing, not even whether it
+// would need a token; then the token, for everything but /healthz, which
+// stays open for probes (it shows states, with secrets masked) and gets the
+// go-sdk's Host check against DNS rebinding instead.
+func (a *Aggregator) guard(routes http.Handler, o *HTTPOptions) http.Handler {
+	authed := newTokenSet(append([]string{o.Token}, o.Tokens...)).require(routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Before anything else: a foreign page learns nothing, not even
-		// whether it would need a token.
 		if !originAllowed(r, slices.Concat(a.current.Load().AllowedOrigins, o.AllowedOrigins)) {
 			forbidOrigin(w, r)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		if r.URL.Path == "/healthz" {
+			if rebindingHost(r) {
+				http.Error(w, fmt.Sprintf("403 forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+				return
+			}
+			routes.ServeHTTP(w, r)
+			return
+		}
+		authed.ServeHTTP(w, r)
 	})
 }
 

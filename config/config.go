@@ -174,17 +174,10 @@ type Settings struct {
 	Separator      string        `koanf:"separator"`
 	Timeout        time.Duration `koanf:"timeout"`
 	ConnectTimeout time.Duration `koanf:"connect_timeout"`
-	// ToolBlacklist holds [server, tool] pairs hidden from every profile.
-	ToolBlacklist [][]string          `koanf:"tool_blacklist"`
-	Profiles      map[string]*Profile `koanf:"profiles"`
-	// Rewrite rules, applied in order; compiled and checked by package
-	// rewrite.
-	Rewrite []*Rule `koanf:"rewrite"`
 
-	// HTTP front and limits (see security.go).
-
-	// TokenFile holds the bearer token HTTP clients must send, relative to
-	// the config directory; --token and MCPMUX_TOKEN take precedence.
+	// HTTP front and limits (see security.go). TokenFile holds the bearer
+	// tokens HTTP clients may send, one per line, relative to the config
+	// directory; --token, MCPMUX_TOKEN and --token-file take precedence.
 	TokenFile string `koanf:"token_file"`
 	// AllowedOrigins are browser origins allowed besides loopback ones,
 	// e.g. "https://app.example.com" or "http://devbox:*".
@@ -195,6 +188,13 @@ type Settings struct {
 	// MaxResultBytes bounds a tool result passed to a client; bigger ones
 	// are truncated. Zero means DefaultMaxResultBytes.
 	MaxResultBytes Size `koanf:"max_result_bytes"`
+
+	// ToolBlacklist holds [server, tool] pairs hidden from every profile.
+	ToolBlacklist [][]string          `koanf:"tool_blacklist"`
+	Profiles      map[string]*Profile `koanf:"profiles"`
+	// Rewrite rules, applied in order; compiled and checked by package
+	// rewrite.
+	Rewrite []*Rule `koanf:"rewrite"`
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
@@ -269,9 +269,6 @@ func (s *Settings) Validate() error {
 	if s.ConnectTimeout < 0 {
 		return fieldErr("connect_timeout", fmt.Errorf("must not be negative"))
 	}
-	if err := s.validateSecurity(); err != nil {
-		return err
-	}
 	for i, r := range s.Rewrite {
 		if r == nil {
 			return fieldErr(fmt.Sprintf("rewrite.%d", i), fmt.Errorf("empty rule"))
@@ -291,7 +288,7 @@ func (s *Settings) Validate() error {
 			return fieldErr("profiles."+name+".tool_blacklist", err)
 		}
 	}
-	return nil
+	return s.validateSecurity()
 }
 
 func validatePairs(pairs [][]string) error {
