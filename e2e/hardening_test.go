@@ -219,3 +219,21 @@ func TestStderrFloodDoesNotBlock(t *testing.T) {
 		}
 	}
 }
+
+// A message bigger than the go-sdk reads from a child (16 MiB) is not
+// buffered whole: the connection ends, the call gets an isError result,
+// and mcpmux and its other servers carry on.
+func TestOversizedMessageEndsOnlyThatConnection(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"tool/huge.yaml": fixture("huge", "huge"),
+		"tool/echo.yaml": fixture("echo", "echo"),
+	})
+	cs, _ := startStdio(t, dir)
+	res := callTool(t, cs, "huge__dump", map[string]any{"mb": "12"}) // ~28 MiB of JSON
+	if !res.IsError || !strings.Contains(resultText(res), "frame exceeded the configured maximum line length") {
+		t.Errorf("oversized answer: isError=%v %q", res.IsError, resultText(res))
+	}
+	if res := callTool(t, cs, "echo__echo", map[string]any{"text": "still here"}); resultText(res) != "echo: still here" {
+		t.Errorf("other server: %q", resultText(res))
+	}
+}
