@@ -236,4 +236,14 @@ func TestOversizedMessageEndsOnlyThatConnection(t *testing.T) {
 	if res := callTool(t, cs, "echo__echo", map[string]any{"text": "still here"}); resultText(res) != "echo: still here" {
 		t.Errorf("other server: %q", resultText(res))
 	}
+	// The server is restarted and answers small requests again.
+	for deadline := time.Now().Add(testTimeout); ; time.Sleep(50 * time.Millisecond) {
+		res := callTool(t, cs, "huge__dump", map[string]any{"mb": "0"})
+		if !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("huge never came back: %q", resultText(res))
+		}
+	}
 }
