@@ -347,6 +347,8 @@ type Snapshot struct {
 	Disabled []*Server
 	// Errors are the files that could not be used, sorted by file.
 	Errors []*FileError
+
+	failedSecrets []string // of files in Errors, for Secrets
 }
 
 // Server returns the server with the given name, or nil.

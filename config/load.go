@@ -78,6 +78,8 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 		srv, ferr := ParseServer(path, data, lookup)
 		if ferr != nil {
 			snap.Errors = append(snap.Errors, ferr)
+			// Its error may quote a value; mask what can be read.
+			snap.failedSecrets = append(snap.failedSecrets, looseSecrets(data, lookup)...)
 			continue
 		}
 		if prev, dup := byName[srv.Name]; dup {

@@ -2,8 +2,13 @@ package config
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
 )
 
 // secretNameParts mark an environment variable as holding a secret.
@@ -25,7 +30,7 @@ var secretNameParts = []string{"KEY", "TOKEN", "SECRET", "PASS", "PWD", "AUTH", 
 // not secrets: masking them would mangle every log line naming them. The
 // masker ignores values shorter than 4 bytes.
 func (s *Snapshot) Secrets() []string {
-	var out []string
+	out := slices.Clone(s.failedSecrets)
 	for _, list := range [][]*Server{s.Servers, s.Disabled} {
 		for _, srv := range list {
 			out = append(out, srv.Secrets()...)
@@ -51,6 +56,31 @@ func (s *Server) Secrets() []string {
 	}
 	out = append(out, urlPassword(s.URL)...)
 	return out
+}
+
+// looseSecrets reads what it can of the env and headers of a tool file
+// that failed to load, so that the secrets in it are masked too.
+func looseSecrets(data []byte, lookup LookupFunc) []string {
+	k := koanf.New(delim)
+	if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
+		return nil
+	}
+	srv := &Server{Env: map[string]string{}, Headers: map[string]string{}}
+	for field, m := range map[string]map[string]string{"env": srv.Env, "headers": srv.Headers} {
+		values, _ := k.Get(field).(map[string]any)
+		for name, v := range values {
+			str, ok := v.(string)
+			if !ok {
+				continue
+			}
+			if x, err := Expand(str, lookup); err == nil {
+				str = x
+			}
+			m[name] = str
+		}
+	}
+	srv.URL, _ = k.Get("url").(string)
+	return srv.Secrets()
 }
 
 func secretName(name string) bool {

@@ -137,3 +137,26 @@ func TestTokenFileIsRelativeToTheConfigDir(t *testing.T) {
 		t.Errorf("token_file = %q, want %q", snap.Settings.TokenFile, want)
 	}
 }
+
+// A tool file that fails to load still has its secrets masked: its error
+// may quote them.
+func TestSecretsOfAFailedFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ToolDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := "tool_command: x\nenv:\n  API_KEY: ${oc.env:K}\n  OTHER: [not, a, string]\nheaders: {Authorization: \"Bearer h-777\"}\nurl: https://u:p4ss@h/mcp\n"
+	if err := os.WriteFile(filepath.Join(dir, ToolDir, "bad.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Load(dir, &Options{Lookup: env(map[string]string{"K": "k-secret-1"})})
+	if err != nil || len(snap.Errors) != 1 {
+		t.Fatalf("%v %v", err, snap.Errors)
+	}
+	got := strings.Join(snap.Secrets(), " ")
+	for _, want := range []string{"k-secret-1", "h-777", "p4ss"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q not among the secrets %q", want, got)
+		}
+	}
+}
