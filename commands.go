@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -30,6 +31,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer in.close(time.Second)
 
+	mask := logs.MaskerOf(in.log) // errors may quote a child's stderr
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tRESTARTS\tTRANSPORT\tDETAIL")
 	failed := 0
@@ -44,7 +46,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		if st.State != upstream.StateUp {
 			failed++
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.State, st.Tools, st.Restarts, st.Transport, oneLine(detail))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.State, st.Tools, st.Restarts, st.Transport, oneLine(mask.Mask(detail)))
 	}
 	for _, s := range in.snap.Disabled {
 		fmt.Fprintf(w, "%s\tdisabled\t-\t-\t-\tenabled: false in %s\n", s.Name, s.File)
@@ -53,7 +55,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	if len(in.snap.Errors) > 0 {
 		fmt.Fprintln(stdout, "\nInvalid config files (skipped):")
 		for _, fe := range in.snap.Errors {
-			fmt.Fprintf(stdout, "  %v\n", fe)
+			fmt.Fprintf(stdout, "  %s\n", mask.Mask(fe.Error()))
 		}
 	}
 	fmt.Fprintf(stdout, "\n%d servers, %d not up, %d invalid files\n", len(in.pool.Statuses()), failed, len(in.snap.Errors))

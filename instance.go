@@ -35,6 +35,7 @@ func newInstance(dir, task string, log *slog.Logger) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	maskSecrets(log, snap)
 	in := &instance{log: log, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{})}
 	for _, fe := range snap.Errors {
 		log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)

@@ -24,6 +24,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 func main() {
@@ -103,8 +105,17 @@ func (c *commonFlags) register(fs *flag.FlagSet, defaultLevel string) {
 }
 
 // logger builds the slog logger: always to stderr, as stdout carries the
-// stdio protocol.
+// stdio protocol. It masks the secrets of the config (logs.MaskerOf), which
+// newInstance and reloads feed it.
 func (c *commonFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	log, err := c.plainLogger(stderr)
+	if err != nil {
+		return nil, err
+	}
+	return logs.Masked(log, &logs.Masker{}), nil
+}
+
+func (c *commonFlags) plainLogger(stderr io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", c.logLevel)

@@ -67,6 +67,7 @@ func (d *desired) same(running *desired) bool {
 // reload applies a new snapshot: only the difference. Unchanged servers are
 // not touched; settings apply to the next call without restarting anything.
 func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
+	maskSecrets(in.log, snap)
 	// A change seen during start-up is applied right after it.
 	select {
 	case <-in.started:

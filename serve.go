@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 func serveCmd(args []string, stdout, stderr io.Writer) int {
@@ -25,7 +26,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	cf.register(fs, "info")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (host:port) instead of stdio")
 	profile := fs.String("profile", "", "stdio mode: serve this profile instead of all tools")
-	token := fs.String("token", os.Getenv("MCPMUX_TOKEN"), "HTTP: bearer token clients must send ($MCPMUX_TOKEN); required for a non-loopback address")
+	sec := registerHTTPSecurity(fs)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish")
 	noWatch := fs.Bool("no-watch", false, "do not watch the config directory; reload only on SIGHUP")
 	task := fs.String("task-id", os.Getenv("TASK_ID"), "task of this instance's calls, unless a call names its own ($TASK_ID)")
@@ -50,7 +51,12 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	}
 
 	if *httpAddr != "" {
-		return serveHTTP(ctx, in, *httpAddr, *token, *grace)
+		opts, err := sec.options(in.snap.Settings)
+		if err != nil {
+			log.Error("cannot serve HTTP", "error", err)
+			return 2
+		}
+		return serveHTTP(ctx, in, *httpAddr, opts, *grace)
 	}
 	if in.agg.Server(*profile) == nil {
 		log.Error("unknown profile", "profile", *profile, "profiles", in.snap.Settings.ProfileNames())
@@ -83,10 +89,11 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func serveHTTP(ctx context.Context, in *instance, addr, token string, grace time.Duration) int {
+func serveHTTP(ctx context.Context, in *instance, addr string, opts *aggregator.HTTPOptions, grace time.Duration) int {
 	log := in.log
-	if token == "" && !isLoopback(addr) {
-		log.Error("refusing to serve on a non-loopback address without a token: set --token or MCPMUX_TOKEN, or bind to 127.0.0.1", "addr", addr)
+	logs.MaskerOf(log).Add(append([]string{opts.Token}, opts.Tokens...)...)
+	if !hasToken(opts) && !isLoopback(addr) {
+		log.Error("refusing to serve on a non-loopback address without a token: set --token, MCPMUX_TOKEN, --token-file or token_file, or bind to 127.0.0.1", "addr", addr)
 		return 2
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -95,14 +102,14 @@ func serveHTTP(ctx context.Context, in *instance, addr, token string, grace time
 		return 1
 	}
 	srv := &http.Server{
-		Handler:           in.agg.HTTPHandler(&aggregator.HTTPOptions{Token: token}),
+		Handler:           in.agg.HTTPHandler(opts),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	requests := countRequests(srv)
 	go in.startServers(ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "profiles", in.snap.Settings.ProfileNames(), "auth", token != "")
+	log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "profiles", in.snap.Settings.ProfileNames(), "auth", hasToken(opts))
 
 	code := 0
 	select {

@@ -45,6 +45,7 @@ type Options struct {
 // Aggregator serves the merged catalog of a pool.
 type Aggregator struct {
 	log         *slog.Logger
+	mask        *logs.Masker // secrets of the config, hidden in what clients see
 	pool        *upstream.Pool
 	impl        *mcp.Implementation
 	maxName     int
@@ -96,6 +97,7 @@ func New(opts *Options) *Aggregator {
 	}
 	a := &Aggregator{
 		log:         log,
+		mask:        logs.MaskerOf(log),
 		pool:        opts.Pool,
 		impl:        &mcp.Implementation{Name: "mcpmux", Version: version},
 		maxName:     opts.MaxNameLength,

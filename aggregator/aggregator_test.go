@@ -18,7 +18,7 @@ import (
 // harness runs an aggregator over in-memory tool servers and connects
 // clients to it over in-memory transports: real MCP sessions on both sides.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	pool *upstream.Pool
 	agg  *Aggregator
 	// calls counts calls that reached each fixture server, by tool.
@@ -59,7 +59,7 @@ func echo(prefix string) mcp.ToolHandler {
 
 // newHarness starts servers (name → fixture) with the given settings YAML
 // (may be empty) and extra per-server YAML lines.
-func newHarness(t *testing.T, servers map[string]*mcp.Server, settingsYAML string, serverYAML map[string]string) *harness {
+func newHarness(t testing.TB, servers map[string]*mcp.Server, settingsYAML string, serverYAML map[string]string) *harness {
 	t.Helper()
 	settings := config.DefaultSettings()
 	if settingsYAML != "" {

@@ -104,10 +104,16 @@ func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequ
 	if err != nil {
 		running.Done(failureOutcome(ctx, cctx, err))
 		a.log.Warn("tool call failed", "tool", e.Name, "task", task, "session", sessionID(req.Session), "error", err, "elapsed", elapsed)
-		return callFailure(ctx, cctx, err, e, timeout)
+		// The error may quote a child's stderr, which may echo a secret.
+		return a.maskResult(callFailure(ctx, cctx, err, e, timeout))
 	}
 	running.Done(resultOutcome(res))
 	a.log.Debug("tool call", "tool", e.Name, "task", task, "session", sessionID(req.Session), "is_error", res.IsError, "elapsed", elapsed)
+	limit := a.current.Load().MaxResultBytes
+	if capped, truncated := capResult(res, limit); truncated {
+		a.log.Warn("tool result truncated: over max_result_bytes", "tool", e.Name, "task", task, "limit", limit.String())
+		res = capped
+	}
 	return res
 }
 
@@ -257,6 +263,17 @@ func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Du
 		return toolError("Tool '%s' on server '%s' was rejected by the server: %s (JSON-RPC error %d). Check the tool name and that the arguments match the tool's input schema.", e.Tool, e.Server, rpc.Message, rpc.Code)
 	}
 	return toolError("Tool '%s' on server '%s' failed: %v.", e.Tool, e.Server, err)
+}
+
+// maskResult hides the config's secrets in the text of an error result
+// mcpmux made itself.
+func (a *Aggregator) maskResult(res *mcp.CallToolResult) *mcp.CallToolResult {
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			t.Text = a.mask.Mask(t.Text)
+		}
+	}
+	return res
 }
 
 // toolError returns an error result with one text item.

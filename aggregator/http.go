@@ -1,10 +1,11 @@
 package aggregator
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,11 +16,20 @@ import (
 )
 
 // HTTPOptions configure the HTTP front. The zero value serves without
-// authentication and with the default session timeout.
+// authentication, allows only loopback browser origins and has the default
+// session timeout. The request body limit and origins from mcpmux.yaml
+// (max_request_bytes, allowed_origins) are read from the current settings
+// on every request.
 type HTTPOptions struct {
 	// Token, if set, is required as "Authorization: Bearer <token>" on
 	// every /mcp request.
 	Token string
+	// Tokens are further accepted tokens; each is its own principal, and a
+	// session can only be used with the token that opened it.
+	Tokens []string
+	// AllowedOrigins are browser origins allowed besides the loopback ones
+	// and those of the settings (patterns as in config.ParseOrigin).
+	AllowedOrigins []string
 	// SessionTimeout closes client sessions idle for that long (and with
 	// them their per-client connections); zero means DefaultSessionTimeout.
 	SessionTimeout time.Duration
@@ -45,13 +55,35 @@ func (a *Aggregator) HTTPHandler(opts *HTTPOptions) http.Handler {
 	mux.HandleFunc("/mcp/{profile}", serveMCP)
 	mux.HandleFunc("GET /healthz", a.serveHealth)
 	mux.Handle("GET /metrics", a.serveMetrics(&o))
-	return mux
+	return a.guard(mux, &o)
+}
+
+// guard puts the checks every request passes in front of the routes:
+// Origin first, so that a foreign page learns nothing, not even whether it
+// would need a token; then the token, for everything but /healthz, which
+// stays open for probes (it shows states, with secrets masked) and gets the
+// go-sdk's Host check against DNS rebinding instead.
+func (a *Aggregator) guard(routes http.Handler, o *HTTPOptions) http.Handler {
+	authed := newTokenSet(append([]string{o.Token}, o.Tokens...)).require(routes)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !originAllowed(r, slices.Concat(a.current.Load().AllowedOrigins, o.AllowedOrigins)) {
+			forbidOrigin(w, r)
+			return
+		}
+		if r.URL.Path == "/healthz" {
+			if rebindingHost(r) {
+				http.Error(w, fmt.Sprintf("403 forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+				return
+			}
+			routes.ServeHTTP(w, r)
+			return
+		}
+		authed.ServeHTTP(w, r)
+	})
 }
 
 func (a *Aggregator) serveMCP(w http.ResponseWriter, r *http.Request, o *HTTPOptions) {
-	if o.Token != "" && !validBearer(r.Header.Get("Authorization"), o.Token) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpmux"`)
-		http.Error(w, "401 unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+	if !limitBody(w, r, a.current.Load().MaxRequestBytes) {
 		return
 	}
 	name := r.PathValue("profile")
@@ -72,20 +104,14 @@ func (p *profile) httpHandler(a *Aggregator, o *HTTPOptions) *mcp.StreamableHTTP
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: o.SessionTimeout,
-		Logger:         logs.QuietInfo(a.log.With("component", "http", "profile", p.name)),
+		// limitBody applies max_request_bytes instead.
+		MaxRequestBodyBytes: -1,
+		Logger:              logs.QuietInfo(a.log.With("component", "http", "profile", p.name)),
 	})
 	if p.http.CompareAndSwap(nil, h) {
 		return h
 	}
 	return p.http.Load()
-}
-
-func validBearer(header, token string) bool {
-	got, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
 }
 
 // Health is the body of /healthz.
@@ -118,8 +144,12 @@ func (a *Aggregator) Health() Health {
 }
 
 func (a *Aggregator) serveHealth(w http.ResponseWriter, r *http.Request) {
+	body, err := json.MarshalIndent(a.Health(), "", "  ")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(a.Health())
+	// Errors may quote a child's stderr, which may echo a secret.
+	_, _ = io.WriteString(w, a.mask.Mask(string(body))+"\n")
 }

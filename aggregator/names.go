@@ -15,7 +15,7 @@ const hashLen = 8
 
 // ExposedName returns the client-facing name of tool on a server whose
 // namespace is prefix. The result contains only [A-Za-z0-9_-] and has at most
-// max bytes (MaxNameLength if max <= 0).
+// max bytes (MaxNameLength if max <= 0; at least minNameLength).
 //
 // A name that had to be changed (invalid characters, too long) gets a short
 // hash of the original, so that two originals that sanitise alike still get
@@ -27,13 +27,26 @@ func ExposedName(prefix, sep, tool string, max int) string {
 		raw = prefix + sep + tool
 	}
 	clean := sanitize(raw)
-	if max <= 0 {
-		max = MaxNameLength
-	}
+	max = effectiveMax(max)
 	if clean == raw && len(clean) <= max {
 		return clean
 	}
 	return hashedName(clean, raw, max)
+}
+
+// minNameLength is the smallest bound honoured: a hashed name needs room
+// for one character, '_' and the hash.
+const minNameLength = hashLen + 2
+
+// effectiveMax is the bound ExposedName applies for max.
+func effectiveMax(max int) int {
+	switch {
+	case max <= 0:
+		return MaxNameLength
+	case max < minNameLength:
+		return minNameLength
+	}
+	return max
 }
 
 // hashedName keeps a readable head of clean and appends a hash of raw.

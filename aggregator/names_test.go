@@ -149,3 +149,14 @@ func TestNormalizeInputSchema(t *testing.T) {
 		}
 	}
 }
+
+// Found by FuzzExposedName: a bound shorter than the hash suffix made
+// ExposedName slice with a negative index and panic.
+func TestExposedNameTinyBound(t *testing.T) {
+	for max := 1; max <= minNameLength+1; max++ {
+		got := ExposedName("server", "__", "a.tool", max)
+		if len(got) > effectiveMax(max) || !clientNameRE.MatchString(got) {
+			t.Errorf("max %d: %q", max, got)
+		}
+	}
+}

@@ -184,6 +184,21 @@ type Settings struct {
 	Separator      string        `koanf:"separator"`
 	Timeout        time.Duration `koanf:"timeout"`
 	ConnectTimeout time.Duration `koanf:"connect_timeout"`
+
+	// HTTP front and limits (see security.go). TokenFile holds the bearer
+	// tokens HTTP clients may send, one per line, relative to the config
+	// directory; --token, MCPMUX_TOKEN and --token-file take precedence.
+	TokenFile string `koanf:"token_file"`
+	// AllowedOrigins are browser origins allowed besides loopback ones,
+	// e.g. "https://app.example.com" or "http://devbox:*".
+	AllowedOrigins []string `koanf:"allowed_origins"`
+	// MaxRequestBytes bounds an HTTP request body; zero means
+	// DefaultMaxRequestBytes.
+	MaxRequestBytes Size `koanf:"max_request_bytes"`
+	// MaxResultBytes bounds a tool result passed to a client; bigger ones
+	// are truncated. Zero means DefaultMaxResultBytes.
+	MaxResultBytes Size `koanf:"max_result_bytes"`
+
 	// ToolBlacklist holds [server, tool] pairs hidden from every profile.
 	ToolBlacklist [][]string          `koanf:"tool_blacklist"`
 	Profiles      map[string]*Profile `koanf:"profiles"`
@@ -248,6 +263,12 @@ func (s *Settings) normalize() {
 	if s.ConnectTimeout == 0 {
 		s.ConnectTimeout = DefaultConnectTimeout
 	}
+	if s.MaxRequestBytes == 0 {
+		s.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if s.MaxResultBytes == 0 {
+		s.MaxResultBytes = DefaultMaxResultBytes
+	}
 }
 
 var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
@@ -300,7 +321,7 @@ func (s *Settings) Validate() error {
 			return fieldErr("profiles."+name+".tool_blacklist", err)
 		}
 	}
-	return nil
+	return s.validateSecurity()
 }
 
 // Rules returns the rewrite rules compiled by Validate; nil (no rules)
@@ -363,6 +384,8 @@ type Snapshot struct {
 	Disabled []*Server
 	// Errors are the files that could not be used, sorted by file.
 	Errors []*FileError
+
+	failedSecrets []string // of files in Errors, for Secrets
 }
 
 // Server returns the server with the given name, or nil.

@@ -57,6 +57,9 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 		if ferr != nil {
 			snap.Errors = append(snap.Errors, ferr)
 		} else {
+			if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
+				s.TokenFile = filepath.Join(dir, s.TokenFile)
+			}
 			snap.Settings = s
 		}
 	}
@@ -75,6 +78,8 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 		srv, ferr := ParseServer(path, data, lookup)
 		if ferr != nil {
 			snap.Errors = append(snap.Errors, ferr)
+			// Its error may quote a value; mask what can be read.
+			snap.failedSecrets = append(snap.failedSecrets, looseSecrets(data, lookup)...)
 			continue
 		}
 		if prev, dup := byName[srv.Name]; dup {
@@ -208,7 +213,7 @@ func decode(path string, data []byte, lookup LookupFunc, out any) *FileError {
 	err := k.UnmarshalWithConf("", out, koanf.UnmarshalConf{
 		Tag: "koanf",
 		DecoderConfig: &mapstructure.DecoderConfig{
-			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, scalarToStringHook),
+			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, sizeHook, scalarToStringHook),
 			ErrorUnused: true,
 		},
 	})

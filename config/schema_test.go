@@ -148,6 +148,12 @@ func accepts(root, prop map[string]any, typ reflect.Type) error {
 		}
 		return nil
 	}
+	if typ == sizeType {
+		if ref != "#/$defs/size" {
+			return fmt.Errorf("a size field must use $ref #/$defs/size")
+		}
+		return nil
+	}
 	if ref != "" {
 		prop = sub(root, strings.Split(strings.TrimPrefix(ref, "#/"), "/")...)
 	}
@@ -289,6 +295,13 @@ rewrite:
     fallback: {tool: "fetch__fetch", args: {url: "{{url}}", max_length: 5000}}
 `, valid: true},
 
+	{doc: "token_file: secrets/token\nallowed_origins: [\"https://app.example.com\", \"http://devbox:*\"]\nmax_request_bytes: 4MiB\nmax_result_bytes: 1048576\n", valid: true},
+	{doc: "max_request_bytes: \"512 KiB\"\nmax_result_bytes: 16MB\n", valid: true},
+	{doc: "max_request_bytes: lots\n"},
+	{doc: "max_result_bytes: -1\n"},
+	{doc: "max_result_bytes: 4 MiBs\n"},
+	{doc: "allowed_origins: [\"https://app.example.com/path\"]\n"},
+	{doc: "allowed_origins: [\"ftp://h\"]\n"},
 	{doc: "separator: \"::\"\n"},
 	{doc: "separater: \"__\"\n"},
 	{doc: "timeout: 1 day\n"},

@@ -25,6 +25,9 @@ var fixtures = map[string]func() *mcp.Server{
 
 // runFixture serves mode on stdio, or misbehaves as the mode says.
 func runFixture(mode string) int {
+	if code, ok := hostileStart(mode); ok {
+		return code
+	}
 	switch mode {
 	case "crash-start":
 		fmt.Fprintln(os.Stderr, "fixture: cannot start: missing API key")

@@ -1,0 +1,204 @@
+package aggregator
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// securityServer serves a harness over HTTP on loopback.
+func securityServer(t *testing.T, settingsYAML string, opts *HTTPOptions) (*harness, *httptest.Server) {
+	t.Helper()
+	h := newHarness(t, map[string]*mcp.Server{
+		"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("alpha:")}),
+	}, settingsYAML, nil)
+	ts := httptest.NewServer(h.agg.HTTPHandler(opts))
+	t.Cleanup(ts.Close)
+	return h, ts
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// post sends one JSON-RPC message the way a Streamable HTTP client does.
+func post(t *testing.T, url, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestHTTPOriginAllowList(t *testing.T) {
+	_, ts := securityServer(t, "allowed_origins: [\"https://app.example.com\"]\n", &HTTPOptions{AllowedOrigins: []string{"http://devbox:*"}})
+	for _, c := range []struct {
+		origin string
+		want   int
+	}{
+		{"", http.StatusOK}, // non-browser clients send none
+		{"http://localhost:5173", http.StatusOK},
+		{"http://127.0.0.1:8080", http.StatusOK},
+		{"http://[::1]:3000", http.StatusOK},
+		{"https://app.example.com", http.StatusOK}, // from mcpmux.yaml
+		{"http://devbox:9000", http.StatusOK},      // from --allowed-origin
+		{"https://evil.example", http.StatusForbidden},
+		{"http://localhost.evil.example", http.StatusForbidden},
+		{"null", http.StatusForbidden},
+	} {
+		hdr := map[string]string{}
+		if c.origin != "" {
+			hdr["Origin"] = c.origin
+		}
+		resp, body := post(t, ts.URL+"/mcp", initBody, hdr)
+		if resp.StatusCode != c.want {
+			t.Errorf("Origin %q: status %d, want %d (%s)", c.origin, resp.StatusCode, c.want, body)
+		}
+		if c.want == http.StatusForbidden && !strings.Contains(body, "allowed_origins") {
+			t.Errorf("Origin %q: 403 body %q does not say how to allow it", c.origin, body)
+		}
+	}
+	// /healthz too: a foreign page must not read it.
+	req, _ := http.NewRequest("GET", ts.URL+"/healthz", nil)
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("/healthz with a foreign Origin: %d, want 403", resp.StatusCode)
+	}
+}
+
+func TestHTTPDNSRebindingHostOnHealthz(t *testing.T) {
+	_, ts := securityServer(t, "", nil)
+	req, _ := http.NewRequest("GET", ts.URL+"/healthz", nil)
+	req.Host = "evil.example:80"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("/healthz under a rebound Host: %d, want 403", resp.StatusCode)
+	}
+}
+
+func TestHTTPBearerToken(t *testing.T) {
+	_, ts := securityServer(t, "", &HTTPOptions{Token: "s3cret-token"})
+	for _, c := range []struct {
+		auth string
+		want int
+	}{
+		{"", http.StatusUnauthorized},
+		{"Bearer wrong", http.StatusUnauthorized},
+		{"Bearer s3cret-tokenX", http.StatusUnauthorized},
+		{"Basic s3cret-token", http.StatusUnauthorized},
+		{"s3cret-token", http.StatusUnauthorized},
+		{"Bearer s3cret-token", http.StatusOK},
+		{"bearer  s3cret-token ", http.StatusOK},
+	} {
+		hdr := map[string]string{}
+		if c.auth != "" {
+			hdr["Authorization"] = c.auth
+		}
+		resp, body := post(t, ts.URL+"/mcp", initBody, hdr)
+		if resp.StatusCode != c.want {
+			t.Errorf("Authorization %q: %d, want %d (%s)", c.auth, resp.StatusCode, c.want, body)
+		}
+		if c.want == http.StatusUnauthorized && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("Authorization %q: 401 without WWW-Authenticate: Bearer", c.auth)
+		}
+	}
+	// /healthz stays open for probes.
+	resp, err := http.Get(ts.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.Contains(string(body), "s3cret") {
+		t.Errorf("/healthz: %d %s", resp.StatusCode, body)
+	}
+}
+
+// A session belongs to the token that opened it: the holder of another
+// valid token cannot use its session id.
+func TestHTTPSessionBelongsToItsToken(t *testing.T) {
+	_, ts := securityServer(t, "", &HTTPOptions{Tokens: []string{"token-of-alice", "token-of-bob"}})
+	resp, body := post(t, ts.URL+"/mcp", initBody, map[string]string{"Authorization": "Bearer token-of-alice"})
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d %q, session %q", resp.StatusCode, body, id)
+	}
+	if len(id) < 26 {
+		t.Errorf("session id %q is short: want at least 128 bits of randomness", id)
+	}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	resp, body = post(t, ts.URL+"/mcp", ping, map[string]string{"Authorization": "Bearer token-of-bob", "Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"})
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("Bob using Alice's session: %d %q, want 403", resp.StatusCode, body)
+	}
+	resp, body = post(t, ts.URL+"/mcp", ping, map[string]string{"Authorization": "Bearer token-of-alice", "Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"})
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("Alice using her session: %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestHTTPBodyLimit(t *testing.T) {
+	_, ts := securityServer(t, "max_request_bytes: 2KiB\n", nil)
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 4096) + `"}}`
+	resp, body := post(t, ts.URL+"/mcp", big, nil)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "max_request_bytes") {
+		t.Errorf("announced oversized body: %d %q, want 413 naming max_request_bytes", resp.StatusCode, body)
+	}
+	// Chunked: no Content-Length, the limit applies while reading.
+	req, _ := http.NewRequest("POST", ts.URL+"/mcp", io.MultiReader(strings.NewReader(big)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := io.ReadAll(r2.Body)
+	r2.Body.Close()
+	if r2.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked oversized body: %d %q, want 413", r2.StatusCode, b2)
+	}
+	// Under the limit works, and a client's session works end to end.
+	if resp, body := post(t, ts.URL+"/mcp", initBody, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("small body: %d %q", resp.StatusCode, body)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res := call(t, cs, "alpha__echo", map[string]any{"text": "hi"}); text(res) != "alpha:hi" {
+		t.Errorf("call: %q", text(res))
+	}
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"text": strings.Repeat("y", 4096)}})
+	if err == nil || !strings.Contains(err.Error(), "Request Entity Too Large") {
+		t.Errorf("oversized call through a client: err %v, want a 413", err)
+	}
+	// The 413 carries a JSON-RPC error, so the client keeps its session.
+	if res := call(t, cs, "alpha__echo", map[string]any{"text": "again"}); text(res) != "alpha:again" {
+		t.Errorf("call after a 413: %q", text(res))
+	}
+}

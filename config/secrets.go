@@ -1,0 +1,127 @@
+package config
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+)
+
+// secretNameParts mark an environment variable as holding a secret.
+var secretNameParts = []string{"KEY", "TOKEN", "SECRET", "PASS", "PWD", "AUTH", "CREDENTIAL", "COOKIE", "PRIVATE", "SIGNATURE"}
+
+// Secrets returns the values of the snapshot's servers (enabled or not)
+// that must never appear in logs, `check` output or error messages:
+//
+//   - every header value, and the credential after its scheme
+//     ("Bearer abc" also gives "abc");
+//   - every env value whose variable's name says it is secret (…KEY,
+//     …TOKEN, …SECRET, …PASSWORD, …AUTH…, …);
+//   - every other env value that looks like a credential: 16 bytes or
+//     more of letters and digits (and punctuation), with no space, that is
+//     not a path or URL;
+//   - the password of a URL, in url or in env values.
+//
+// Ordinary settings (NODE_ENV: production, a mode, a path, a number) are
+// not secrets: masking them would mangle every log line naming them. The
+// masker ignores values shorter than 4 bytes.
+func (s *Snapshot) Secrets() []string {
+	out := slices.Clone(s.failedSecrets)
+	for _, list := range [][]*Server{s.Servers, s.Disabled} {
+		for _, srv := range list {
+			out = append(out, srv.Secrets()...)
+		}
+	}
+	return out
+}
+
+// Secrets returns the server's secret values; see Snapshot.Secrets.
+func (s *Server) Secrets() []string {
+	var out []string
+	for _, v := range s.Headers {
+		out = append(out, v)
+		if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+			out = append(out, strings.TrimSpace(cred))
+		}
+	}
+	for name, v := range s.Env {
+		if secretName(name) || credentialLike(v) {
+			out = append(out, v)
+		}
+		out = append(out, urlPassword(v)...)
+	}
+	out = append(out, urlPassword(s.URL)...)
+	return out
+}
+
+// looseSecrets reads what it can of the env and headers of a tool file
+// that failed to load, so that the secrets in it are masked too.
+func looseSecrets(data []byte, lookup LookupFunc) []string {
+	k := koanf.New(delim)
+	if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
+		return nil
+	}
+	srv := &Server{Env: map[string]string{}, Headers: map[string]string{}}
+	for field, m := range map[string]map[string]string{"env": srv.Env, "headers": srv.Headers} {
+		values, _ := k.Get(field).(map[string]any)
+		for name, v := range values {
+			str, ok := v.(string)
+			if !ok {
+				continue
+			}
+			if x, err := Expand(str, lookup); err == nil {
+				str = x
+			}
+			m[name] = str
+		}
+	}
+	srv.URL, _ = k.Get("url").(string)
+	return srv.Secrets()
+}
+
+func secretName(name string) bool {
+	up := strings.ToUpper(name)
+	for _, p := range secretNameParts {
+		if strings.Contains(up, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// credentialLike reports a value that looks like an API key or token.
+func credentialLike(v string) bool {
+	if len(v) < 16 || strings.HasPrefix(v, "/") || strings.HasPrefix(v, ".") || strings.Contains(v, "://") {
+		return false
+	}
+	letter, digit := false, false
+	for _, r := range v {
+		switch {
+		case unicode.IsSpace(r):
+			return false
+		case unicode.IsLetter(r):
+			letter = true
+		case unicode.IsDigit(r):
+			digit = true
+		}
+	}
+	return letter && digit
+}
+
+func urlPassword(v string) []string {
+	if !strings.Contains(v, "://") {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		return nil
+	}
+	if p, ok := u.User.Password(); ok {
+		return []string{p, url.QueryEscape(p)}
+	}
+	return []string{u.User.Username()}
+}

@@ -1,0 +1,162 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]Size{
+		"0": 0, "1024": 1024, "4MiB": 4 << 20, "4mib": 4 << 20, "512 KiB": 512 << 10, "16MB": 16e6,
+		"1.5GiB": 3 << 29, "100B": 100, "2k": 2048, " 3 M ": 3 << 20, ".5KiB": 512,
+	} {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "lots", "4 MiBs", "-1", "1e3", "4TiB", "1.2.3", "99999999999GiB"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) accepted", in)
+		}
+	}
+}
+
+func TestSizeString(t *testing.T) {
+	for s, want := range map[Size]string{4 << 20: "4MiB", 1536: "1536B", 2048: "2KiB", 3 << 30: "3GiB", 0: "0B"} {
+		if got := s.String(); got != want {
+			t.Errorf("%d: %q, want %q", int64(s), got, want)
+		}
+	}
+}
+
+func TestSecuritySettings(t *testing.T) {
+	s, ferr := ParseSettings("mcpmux.yaml", []byte("max_request_bytes: 1MiB\nmax_result_bytes: ${oc.env:CAP,2MiB}\nallowed_origins: [\"https://app.example.com\"]\ntoken_file: tok\n"), env(nil))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if s.MaxRequestBytes != 1<<20 || s.MaxResultBytes != 2<<20 || s.TokenFile != "tok" || len(s.AllowedOrigins) != 1 {
+		t.Errorf("got %+v", s)
+	}
+	d := DefaultSettings()
+	if d.MaxRequestBytes != DefaultMaxRequestBytes || d.MaxResultBytes != DefaultMaxResultBytes {
+		t.Errorf("defaults: %v %v", d.MaxRequestBytes, d.MaxResultBytes)
+	}
+	for doc, want := range map[string]string{
+		"max_request_bytes: 10\n":                   "max_request_bytes: 10B is too small",
+		"max_result_bytes: huge\n":                  `"huge" is not a size`,
+		"allowed_origins: [\"https://h/app\"]\n":    `allowed_origins.0: "https://h/app" is not an origin`,
+		"allowed_origins: [\"h.example.com\"]\n":    "scheme must be http or https",
+		"allowed_origins: [\"http://u:p@h.com\"]\n": "nothing else",
+		"max_result_bytes: -5\n":                    "out of range",
+		"max_request_bytes: [1]\n":                  "max_request_bytes",
+	} {
+		_, ferr := ParseSettings("mcpmux.yaml", []byte(doc), env(nil))
+		if ferr == nil || !strings.Contains(ferr.Error(), want) {
+			t.Errorf("%q: error %v, want it to contain %q", doc, ferr, want)
+		}
+	}
+}
+
+func TestOriginPatterns(t *testing.T) {
+	for _, c := range []struct {
+		pattern, origin string
+		ok              bool
+	}{
+		{"http://localhost:*", "http://localhost:5173", true},
+		{"http://localhost:*", "http://LOCALHOST", true},
+		{"http://localhost:*", "https://localhost:5173", false},
+		{"http://localhost:*", "http://localhost.evil.com:80", false},
+		{"http://[::1]:*", "http://[::1]:3000", true},
+		{"https://app.example.com", "https://app.example.com", true},
+		{"https://app.example.com", "https://app.example.com:443", true},
+		{"https://app.example.com", "https://app.example.com:8443", false},
+		{"https://app.example.com", "https://evil.app.example.com", false},
+		{"http://devbox:8080", "http://devbox:8080", true},
+		{"http://devbox:8080", "http://devbox", false},
+		{"http://localhost:*", "null", false},
+		{"http://localhost:*", "http://user@localhost:1", false},
+	} {
+		p, err := ParseOrigin(c.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Matches(c.origin); got != c.ok {
+			t.Errorf("%s matches %s: %v, want %v", c.pattern, c.origin, got, c.ok)
+		}
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	srv, ferr := ParseServer("tool/x.yaml", []byte(`tool_command: x
+env:
+  SERPER_API_KEY: abcd
+  MODE: echo
+  NODE_ENV: production
+  OPAQUE: 9f8e7d6c5b4a39281706
+  DATA_DIR: /var/lib/data2026/xyz
+  DB: "postgres://app:pw-1234@db/app"
+  N: 1800
+`), env(nil))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	remote, ferr := ParseServer("tool/r.yaml", []byte("url: https://h/mcp\nheaders: {Authorization: \"Bearer tok-5678\", X-Api: k9k9}\n"), env(nil))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	snap := &Snapshot{Servers: []*Server{srv}, Disabled: []*Server{remote}}
+	got := map[string]bool{}
+	for _, s := range snap.Secrets() {
+		got[s] = true
+	}
+	for _, want := range []string{"abcd", "9f8e7d6c5b4a39281706", "pw-1234", "Bearer tok-5678", "tok-5678", "k9k9"} {
+		if !got[want] {
+			t.Errorf("%q is not a secret; secrets: %v", want, got)
+		}
+	}
+	for _, not := range []string{"echo", "production", "/var/lib/data2026/xyz", "1800"} {
+		if got[not] {
+			t.Errorf("%q should not be masked", not)
+		}
+	}
+}
+
+func TestTokenFileIsRelativeToTheConfigDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, SettingsFile), []byte("token_file: secrets/t\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Load(dir, &Options{Lookup: env(nil)})
+	if err != nil || len(snap.Errors) > 0 {
+		t.Fatal(err, snap.Errors)
+	}
+	if want := filepath.Join(dir, "secrets", "t"); snap.Settings.TokenFile != want {
+		t.Errorf("token_file = %q, want %q", snap.Settings.TokenFile, want)
+	}
+}
+
+// A tool file that fails to load still has its secrets masked: its error
+// may quote them.
+func TestSecretsOfAFailedFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ToolDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := "tool_command: x\nenv:\n  API_KEY: ${oc.env:K}\n  OTHER: [not, a, string]\nheaders: {Authorization: \"Bearer h-777\"}\nurl: https://u:p4ss@h/mcp\n"
+	if err := os.WriteFile(filepath.Join(dir, ToolDir, "bad.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Load(dir, &Options{Lookup: env(map[string]string{"K": "k-secret-1"})})
+	if err != nil || len(snap.Errors) != 1 {
+		t.Fatalf("%v %v", err, snap.Errors)
+	}
+	got := strings.Join(snap.Secrets(), " ")
+	for _, want := range []string{"k-secret-1", "h-777", "p4ss"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q not among the secrets %q", want, got)
+		}
+	}
+}

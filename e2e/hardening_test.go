@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The secret of the leak fixtures; its variable's name marks it as one.
+const fixtureSecret = "sk-live-4f3c2b1a0987zyxw"
+
+func leakServer(name, mode string) string {
+	return fixture(name, mode, "  FIXTURE_API_KEY: "+fixtureSecret)
+}
+
+func noSecret(t *testing.T, what, s string) {
+	t.Helper()
+	if strings.Contains(s, fixtureSecret) || strings.Contains(s, "4f3c2b1a0987") {
+		t.Errorf("%s shows the secret:\n%s", what, s)
+	}
+}
+
+// A child that prints its API key to stderr and in its errors: the key
+// appears in no log line and no result mcpmux writes itself.
+func TestSecretsMaskedInLogsAndErrors(t *testing.T) {
+	dir := writeConfig(t, map[string]string{"tool/leak.yaml": leakServer("leak", "leak")})
+	cs, p := startStdio(t, dir)
+	p.logs.waitFor(t, regexp.MustCompile(`fixture: starting with key \*\*\*\*`))
+	res := callTool(t, cs, "leak__fail", nil)
+	if !res.IsError || !strings.Contains(resultText(res), "upstream refused key ****") {
+		t.Errorf("result: isError=%v %q", res.IsError, resultText(res))
+	}
+	noSecret(t, "the call's error result", resultText(res))
+	p.logs.waitFor(t, regexp.MustCompile(`request rejected for key \*\*\*\*`))
+	noSecret(t, "mcpmux's log", p.logs.String())
+}
+
+// check and /healthz show a failed server's stderr, masked.
+func TestSecretsMaskedInCheckAndHealth(t *testing.T) {
+	dir := writeConfig(t, map[string]string{"tool/leak.yaml": leakServer("leak", "leak-crash")})
+	out, errOut, code := runMcpmux(t, "check", "--config", dir)
+	if code == 0 || !strings.Contains(out, "auth failed for key ****") {
+		t.Errorf("check = %d, want a failure quoting the masked stderr:\n%s", code, out)
+	}
+	noSecret(t, "check's output", out+errOut)
+
+	p := startHTTP(t, dir)
+	base := strings.TrimSuffix(p.url, "/mcp")
+	var body string
+	for deadline := time.Now().Add(testTimeout); ; {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = readAll(t, resp.Body)
+		resp.Body.Close()
+		if strings.Contains(body, "auth failed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz never showed the failure:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(body, "****") {
+		t.Errorf("/healthz: %s", body)
+	}
+	noSecret(t, "/healthz", body)
+	noSecret(t, "mcpmux's log", p.logs.String())
+}
+
+// rawPost sends one JSON-RPC message as a Streamable HTTP client would.
+func rawPost(t *testing.T, url, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+const initRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// Token from token_file (trimmed), 401 with WWW-Authenticate without it,
+// 403 for a foreign Origin, 413 over max_request_bytes, /healthz open.
+func TestHTTPSecurityThroughTheBinary(t *testing.T) {
+	const token = "tok-e2e-0123456789"
+	dir := writeConfig(t, map[string]string{
+		"mcpmux.yaml":    "token_file: token.txt\nmax_request_bytes: 4KiB\nallowed_origins: [\"https://app.example.com\"]\n",
+		"token.txt":      "\n  " + token + "  \n",
+		"tool/echo.yaml": fixture("echo", "echo"),
+	})
+	p := startHTTP(t, dir)
+	auth := map[string]string{"Authorization": "Bearer " + token}
+
+	resp, body := rawPost(t, p.url+"/mcp", initRequest, nil)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("no token: %d %q, WWW-Authenticate %q", resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"))
+	}
+	resp, body = rawPost(t, p.url+"/mcp", initRequest, map[string]string{"Authorization": "Bearer " + token, "Origin": "https://evil.example"})
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign origin: %d %q", resp.StatusCode, body)
+	}
+	resp, body = rawPost(t, p.url+"/mcp", initRequest, map[string]string{"Authorization": "Bearer " + token, "Origin": "https://app.example.com"})
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("allowed origin: %d %q", resp.StatusCode, body)
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 8192) + `"}}`
+	resp, body = rawPost(t, p.url+"/mcp", big, auth)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized body: %d %q, want 413", resp.StatusCode, body)
+	}
+
+	cs, err := connectHTTP(t, p, "/mcp", http.Header{"Authorization": {"Bearer " + token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := callTool(t, cs, "echo__echo", map[string]any{"text": "hi"}); resultText(res) != "echo: hi" {
+		t.Errorf("call: %q", resultText(res))
+	}
+	// A call over the limit is refused with 413; the session stays usable.
+	if _, err := cs.CallTool(testContext(t), &mcp.CallToolParams{Name: "echo__echo", Arguments: map[string]any{"text": strings.Repeat("y", 8192)}}); err == nil || !strings.Contains(err.Error(), "Request Entity Too Large") {
+		t.Errorf("oversized call: %v", err)
+	}
+	if res := callTool(t, cs, "echo__echo", map[string]any{"text": "again"}); resultText(res) != "echo: again" {
+		t.Errorf("call after a 413: %q", resultText(res))
+	}
+	if _, err := connectHTTP(t, p, "/mcp", nil); err == nil {
+		t.Error("a client without the token connected")
+	}
+
+	hresp, err := http.Get(strings.TrimSuffix(p.url, "/mcp") + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct{ Status string }
+	_ = json.NewDecoder(hresp.Body).Decode(&health)
+	hresp.Body.Close()
+	if hresp.StatusCode != http.StatusOK || health.Status == "" {
+		t.Errorf("/healthz without a token: %d %+v", hresp.StatusCode, health)
+	}
+	if strings.Contains(p.logs.String(), token) {
+		t.Errorf("the token is in the log:\n%s", p.logs.String())
+	}
+}
+
+// A missing or empty token file stops mcpmux with a clear error.
+func TestTokenFileErrors(t *testing.T) {
+	dir := writeConfig(t, map[string]string{"tool/echo.yaml": fixture("echo", "echo"), "empty": "\n  \n# comment\n"})
+	for _, c := range []struct {
+		file, want string
+	}{
+		{filepath.Join(dir, "missing"), "cannot read the token file"},
+		{filepath.Join(dir, "empty"), "holds no token"},
+	} {
+		_, errOut, code := runMcpmux(t, "--config", dir, "--http", "127.0.0.1:0", "--no-watch", "--token-file", c.file)
+		if code != 2 || !strings.Contains(errOut, "--token-file") || !strings.Contains(errOut, c.want) {
+			t.Errorf("--token-file %s: exit %d, stderr:\n%s", c.file, code, errOut)
+		}
+	}
+}
+
+// A server answering with far more than max_result_bytes: the client gets
+// the head of the text, cut at a UTF-8 boundary, and notes for what was
+// cut or removed.
+func TestHugeResultTruncatedThroughTheBinary(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"mcpmux.yaml":    "max_result_bytes: 1MiB\n",
+		"tool/huge.yaml": fixture("huge", "huge"),
+	})
+	cs, p := startStdio(t, dir)
+	res := callTool(t, cs, "huge__dump", map[string]any{"mb": "2"})
+	if len(res.Content) != 2 {
+		t.Fatalf("%d items", len(res.Content))
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	head, note, _ := strings.Cut(text, "\n[mcpmux: result truncated")
+	if len(head) != 1<<20 || strings.Trim(head, "é") != "" || !strings.Contains(note, "2097152 bytes, 1048576 are shown") {
+		t.Errorf("text: %d bytes of head, note %q", len(head), note)
+	}
+	if img, ok := res.Content[1].(*mcp.TextContent); !ok || !strings.Contains(img.Text, "image (image/png) of 2097152 bytes removed") {
+		t.Errorf("image item: %#v", res.Content[1])
+	}
+	p.logs.waitFor(t, regexp.MustCompile(`tool result truncated`))
+}
+
+// A child flooding stderr is drained (it never blocks on a full pipe) and
+// its lines are rate-limited in mcpmux's log; its calls keep working.
+func TestStderrFloodDoesNotBlock(t *testing.T) {
+	dir := writeConfig(t, map[string]string{"tool/flood.yaml": fixture("flood", "flood")})
+	cs, p := startStdio(t, dir)
+	for i := range 50 {
+		if res := callTool(t, cs, "flood__echo", map[string]any{"text": "x"}); resultText(res) != "echo: x" {
+			t.Fatalf("call %d: %q", i, resultText(res))
+		}
+	}
+	p.logs.waitFor(t, regexp.MustCompile(`lines dropped`))
+	for _, line := range strings.Split(p.logs.String(), "\n") {
+		if len(line) > 8<<10 {
+			t.Fatalf("a log line of %d bytes: long lines must be cut", len(line))
+		}
+	}
+}
+
+// A message bigger than the go-sdk reads from a child (16 MiB) is not
+// buffered whole: the connection ends, the call gets an isError result,
+// and mcpmux and its other servers carry on.
+func TestOversizedMessageEndsOnlyThatConnection(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"tool/huge.yaml": fixture("huge", "huge"),
+		"tool/echo.yaml": fixture("echo", "echo"),
+	})
+	cs, _ := startStdio(t, dir)
+	res := callTool(t, cs, "huge__dump", map[string]any{"mb": "12"}) // ~28 MiB of JSON
+	if !res.IsError || !strings.Contains(resultText(res), "frame exceeded the configured maximum line length") {
+		t.Errorf("oversized answer: isError=%v %q", res.IsError, resultText(res))
+	}
+	if res := callTool(t, cs, "echo__echo", map[string]any{"text": "still here"}); resultText(res) != "echo: still here" {
+		t.Errorf("other server: %q", resultText(res))
+	}
+	// The server is restarted and answers small requests again.
+	for deadline := time.Now().Add(testTimeout); ; time.Sleep(50 * time.Millisecond) {
+		res := callTool(t, cs, "huge__dump", map[string]any{"mb": "0"})
+		if !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("huge never came back: %q", resultText(res))
+		}
+	}
+}
