@@ -8,6 +8,8 @@ package upstream
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -89,6 +91,8 @@ type Status struct {
 
 // ConnStatus describes one per-client connection.
 type ConnStatus struct {
+	// Client is a fingerprint of the client session's id, not the id: an
+	// HTTP session id is a credential, and /healthz is open to probes.
 	Client string    `json:"client"`
 	Task   string    `json:"task,omitempty"`
 	PID    int       `json:"pid,omitempty"`
@@ -192,7 +196,7 @@ func (s *Server) Status() Status {
 		st.PID = s.cur.pid
 	}
 	for id, c := range s.clients {
-		st.Connections = append(st.Connections, ConnStatus{Client: string(id), Task: c.task, PID: c.pid, Since: c.started})
+		st.Connections = append(st.Connections, ConnStatus{Client: clientFingerprint(id), Task: c.task, PID: c.pid, Since: c.started})
 	}
 	slices.SortFunc(st.Connections, func(a, b ConnStatus) int { return strings.Compare(a.Client, b.Client) })
 	return st
@@ -838,3 +842,10 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.n = 0 }
+
+// clientFingerprint names a client session in status output without
+// revealing its id: the first 12 hex digits of its SHA-256.
+func clientFingerprint(id ClientID) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:6])
+}
