@@ -103,7 +103,7 @@ func TestSlimImageConfigRuns(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "1 servers, 0 not up, 0 invalid files") {
 		t.Fatalf("check of the slim image's config = %d\n%s\n%s", code, out, errOut)
 	}
-	if !regexpMatch(`(?m)^fetch\s+up\s+1\s+stdio`, out) {
+	if !regexpMatch(`(?m)^fetch\s+up\s+1\s+0\s+stdio`, out) {
 		t.Errorf("the slim image's config does not serve the fetch tool:\n%s", out)
 	}
 }

@@ -26,7 +26,7 @@ type flaky struct {
 	hang  bool       // new connections never complete
 	dials int
 
-	frozen        atomic.Bool // the connections drop every message
+	frozenBelow   atomic.Int32 // connections numbered below it drop every message
 	running, peak atomic.Int32
 	started       chan struct{} // one value per block call that began
 	release       chan struct{}
@@ -68,8 +68,9 @@ func (f *flaky) transport(cfg *config.Server) mcp.Transport {
 	// as a hung child stops answering.
 	client, relayA := net.Pipe()
 	relayB, srv := net.Pipe()
-	go f.relay(relayA, relayB)
-	go f.relay(relayB, relayA)
+	n := int32(f.dials)
+	go f.relay(n, relayA, relayB)
+	go f.relay(n, relayB, relayA)
 	if _, err := s.Connect(context.Background(), &mcp.IOTransport{Reader: srv, Writer: srv}, nil); err != nil {
 		panic(err)
 	}
@@ -93,8 +94,16 @@ func (f *flaky) setDown(down bool) {
 	f.mu.Unlock()
 }
 
-// relay copies src to dst, dropping everything while frozen.
-func (f *flaky) relay(src, dst net.Conn) {
+// freeze makes the connections made so far drop every message, as a
+// hung child stops answering; later connections work.
+func (f *flaky) freeze() {
+	f.mu.Lock()
+	f.frozenBelow.Store(int32(f.dials) + 1)
+	f.mu.Unlock()
+}
+
+// relay copies src to dst of connection conn, dropping everything once frozen.
+func (f *flaky) relay(conn int32, src, dst net.Conn) {
 	defer src.Close()
 	defer dst.Close()
 	buf := make([]byte, 64<<10)
@@ -103,7 +112,7 @@ func (f *flaky) relay(src, dst net.Conn) {
 		if err != nil {
 			return
 		}
-		if f.frozen.Load() {
+		if conn < f.frozenBelow.Load() {
 			continue
 		}
 		if _, err := dst.Write(buf[:n]); err != nil {
@@ -336,9 +345,10 @@ func TestUnansweredPingsReconnect(t *testing.T) {
 	t.Cleanup(func() { keepAliveInterval = old })
 	f := newFlaky()
 	s := startFlaky(t, f, "", nil)
-	f.frozen.Store(true) // the server hangs: pings go unanswered
+	// The server hangs: pings go unanswered. Only this connection is
+	// frozen, so the reconnect finds a working server.
+	f.freeze()
 	waitState(t, s, "the frozen session given up", func(st Status) bool { return st.Restarts >= 1 })
-	f.frozen.Store(false)
 	waitState(t, s, "reconnected", func(st Status) bool { return st.State == StateUp })
 	if _, err := s.CallTool(context.Background(), callParams("echo")); err != nil {
 		t.Errorf("call after the reconnect: %v", err)
