@@ -174,6 +174,7 @@ func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *mcp.CallToolRe
 		if !v.hasServer(st.Name) {
 			continue
 		}
+		st.Error = a.mask.Mask(st.Error) // a child's stderr may quote its secrets
 		out.Servers = append(out.Servers, ServerState{Name: st.Name, State: string(st.State), Error: st.Error, Tools: st.Tools,
 			Restarts: st.Restarts, Transport: st.Transport, Session: st.Session, Clients: st.Clients, Since: st.Since})
 		if st.State == upstream.StateUp {

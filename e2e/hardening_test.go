@@ -42,9 +42,13 @@ func TestSecretsMaskedInLogsAndErrors(t *testing.T) {
 	noSecret(t, "mcpmux's log", p.logs.String())
 }
 
-// check and /healthz show a failed server's stderr, masked.
+// check, /healthz and the mcpmux__status tool show a failed server's
+// stderr, masked.
 func TestSecretsMaskedInCheckAndHealth(t *testing.T) {
-	dir := writeConfig(t, map[string]string{"tool/leak.yaml": leakServer("leak", "leak-crash")})
+	dir := writeConfig(t, map[string]string{
+		"tool/leak.yaml": leakServer("leak", "leak-crash"),
+		"mcpmux.yaml":    "meta_tools: [status]\n",
+	})
 	out, errOut, code := runMcpmux(t, "check", "--config", dir)
 	if code == 0 || !strings.Contains(out, "auth failed for key ****") {
 		t.Errorf("check = %d, want a failure quoting the masked stderr:\n%s", code, out)
@@ -73,6 +77,17 @@ func TestSecretsMaskedInCheckAndHealth(t *testing.T) {
 		t.Errorf("/healthz: %s", body)
 	}
 	noSecret(t, "/healthz", body)
+
+	cs, err := connectHTTP(t, p, "/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := callTool(t, cs, "mcpmux__status", nil)
+	status := resultText(res) + jsonOf(t, res.StructuredContent)
+	if !strings.Contains(status, "auth failed for key ****") {
+		t.Errorf("mcpmux__status does not quote the masked failure:\n%s", status)
+	}
+	noSecret(t, "mcpmux__status", status)
 	noSecret(t, "mcpmux's log", p.logs.String())
 }
 
