@@ -37,21 +37,23 @@ func TestHTTPTokenSources(t *testing.T) {
 	cfgFile := write("cfg.token", "# tokens, one per line\nalice-token\n\n  bob-token\n")
 	settings := &config.Settings{TokenFile: cfgFile, File: "mcpmux.yaml"}
 
-	opts, err := parseSecurity(t, "--token", "from-flag", "--token-file", flagFile).options(settings)
-	if err != nil || opts.Token != "from-flag" || opts.Tokens != nil {
-		t.Errorf("--token wins: %+v %v", opts, err)
-	}
-	opts, err = parseSecurity(t, "--token-file", flagFile).options(settings)
-	if err != nil || !slices.Equal(opts.Tokens, []string{"from-flag-file"}) {
-		t.Errorf("--token-file over token_file, trimmed: %+v %v", opts, err)
-	}
-	opts, err = parseSecurity(t).options(settings)
-	if err != nil || !slices.Equal(opts.Tokens, []string{"alice-token", "bob-token"}) {
-		t.Errorf("token_file: %+v %v", opts, err)
-	}
-	opts, err = parseSecurity(t).options(&config.Settings{})
-	if err != nil || hasToken(opts) {
-		t.Errorf("no token: %+v %v", opts, err)
+	for _, c := range []struct {
+		what     string
+		args     []string
+		settings *config.Settings
+		want     []string
+		file     string
+	}{
+		{"--token wins", []string{"--token", "from-flag", "--token-file", flagFile}, settings, []string{"from-flag"}, ""},
+		{"--token-file over token_file, trimmed", []string{"--token-file", flagFile}, settings, []string{"from-flag-file"}, flagFile},
+		{"token_file", nil, settings, []string{"alice-token", "bob-token"}, cfgFile},
+		{"no token", nil, &config.Settings{}, nil, ""},
+	} {
+		sec := parseSecurity(t, c.args...)
+		opts, err := sec.options(c.settings)
+		if err != nil || !slices.Equal(sec.accepted, c.want) || sec.file != c.file || hasToken(opts) != (c.want != nil) {
+			t.Errorf("%s: tokens %q from %q, hasToken %v, error %v; want %q from %q", c.what, sec.accepted, sec.file, err == nil && hasToken(opts), err, c.want, c.file)
+		}
 	}
 
 	for _, c := range []struct {

@@ -25,6 +25,7 @@ type instance struct {
 	reloadMu   sync.Mutex      // one start or reload at a time
 	running    *desired        // what the pool runs; guarded by reloadMu
 	lastErrors map[string]bool // file errors already logged
+	tokens     *tokenRotation  // HTTP tokens from a file, re-read on reload; nil otherwise
 }
 
 // newInstance loads the config directory and builds the pool and the

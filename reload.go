@@ -77,6 +77,9 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 	in.reloadMu.Lock()
 	defer in.reloadMu.Unlock()
 	d := resolve(in.running, snap)
+	if in.tokens != nil {
+		in.tokens.reload(d.settings)
+	}
 	for _, fe := range snap.Errors {
 		if in.lastErrors[fe.Error()] {
 			continue // already reported

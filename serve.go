@@ -56,6 +56,8 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 			log.Error("cannot serve HTTP", "error", err)
 			return 2
 		}
+		logs.MaskerOf(log).Add(sec.accepted...)
+		in.tokens = sec.rotation(opts, log)
 		return serveHTTP(ctx, in, *httpAddr, opts, *grace)
 	}
 	if in.agg.Server(*profile) == nil {
@@ -91,7 +93,6 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 
 func serveHTTP(ctx context.Context, in *instance, addr string, opts *aggregator.HTTPOptions, grace time.Duration) int {
 	log := in.log
-	logs.MaskerOf(log).Add(append([]string{opts.Token}, opts.Tokens...)...)
 	if !hasToken(opts) && !isLoopback(addr) {
 		log.Error("refusing to serve on a non-loopback address without a token: set --token, MCPMUX_TOKEN, --token-file or token_file, or bind to 127.0.0.1", "addr", addr)
 		return 2

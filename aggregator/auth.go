@@ -5,11 +5,40 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
+
+// Tokens are the bearer tokens an HTTP front accepts. Set replaces them
+// while serving (a rotated token file): from then on a request carrying a
+// removed token gets 401, also for the sessions that token opened. A nil
+// *Tokens, or an empty set, means no authentication.
+type Tokens struct{ cur atomic.Pointer[tokenSet] }
+
+// NewTokens returns the set of the given tokens; blank ones are ignored.
+func NewTokens(tokens ...string) *Tokens {
+	t := &Tokens{}
+	t.cur.Store(newTokenSet(tokens))
+	return t
+}
+
+// Set replaces the accepted tokens. It refuses an empty set: a front that
+// started with authentication never serves without it.
+func (t *Tokens) Set(tokens []string) error {
+	ts := newTokenSet(tokens)
+	if ts.empty() {
+		return errors.New("no token given: the accepted tokens stay as they were")
+	}
+	t.cur.Store(ts)
+	return nil
+}
+
+// Empty reports whether t accepts no token, i.e. requires none.
+func (t *Tokens) Empty() bool { return t == nil || t.cur.Load().empty() }
 
 // tokenSet holds the bearer tokens HTTP clients may send. Each token is
 // its own principal: the go-sdk binds a session to the TokenInfo.UserID of
@@ -63,25 +92,26 @@ func validBearer(header, token string) bool {
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
 }
 
-// require answers 401 to requests without a valid token and passes the
-// others on with the token's identity in the context, where the go-sdk
-// looks for it (auth.TokenInfoFromContext).
-func (ts *tokenSet) require(next http.Handler) http.Handler {
-	if ts.empty() {
+// requireToken answers 401 to requests without a token of tokens and
+// passes the others on with the token's identity in the context, where the
+// go-sdk looks for it (auth.TokenInfoFromContext). Each request is checked
+// against the tokens of that moment.
+func requireToken(tokens *Tokens, next http.Handler) http.Handler {
+	if tokens.Empty() {
 		return next
 	}
 	// auth.RequireBearerToken is the only way to put a TokenInfo in a
 	// context; the check before it gives the 401 its WWW-Authenticate
 	// header and a message that says what to send.
 	withInfo := auth.RequireBearerToken(func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		id, ok := ts.match("Bearer " + token)
+		id, ok := tokens.cur.Load().match("Bearer " + token)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
 		return &auth.TokenInfo{UserID: id}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := ts.match(r.Header.Get("Authorization")); !ok {
+		if _, ok := tokens.cur.Load().match(r.Header.Get("Authorization")); !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpmux"`)
 			http.Error(w, "401 unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 			return

@@ -21,12 +21,10 @@ import (
 // (max_request_bytes, allowed_origins) are read from the current settings
 // on every request.
 type HTTPOptions struct {
-	// Token, if set, is required as "Authorization: Bearer <token>" on
-	// every /mcp request.
-	Token string
-	// Tokens are further accepted tokens; each is its own principal, and a
-	// session can only be used with the token that opened it.
-	Tokens []string
+	// Tokens, if not empty, are the tokens accepted as "Authorization:
+	// Bearer <token>" on every request but /healthz. Each is its own
+	// principal: a session can only be used with the token that opened it.
+	Tokens *Tokens
 	// AllowedOrigins are browser origins allowed besides the loopback ones
 	// and those of the settings (patterns as in config.ParseOrigin).
 	AllowedOrigins []string
@@ -40,7 +38,7 @@ const DefaultSessionTimeout = 30 * time.Minute
 
 // HTTPHandler serves the default profile at /mcp, each profile at
 // /mcp/{profile}, the pool's health at /healthz and Prometheus metrics at
-// /metrics (behind the token, as /mcp).
+// /metrics (behind the token, as /mcp: see guard).
 func (a *Aggregator) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -54,7 +52,7 @@ func (a *Aggregator) HTTPHandler(opts *HTTPOptions) http.Handler {
 	mux.HandleFunc("/mcp", serveMCP)
 	mux.HandleFunc("/mcp/{profile}", serveMCP)
 	mux.HandleFunc("GET /healthz", a.serveHealth)
-	mux.Handle("GET /metrics", a.serveMetrics(&o))
+	mux.Handle("GET /metrics", a.metrics.Handler())
 	return a.guard(mux, &o)
 }
 
@@ -64,7 +62,7 @@ func (a *Aggregator) HTTPHandler(opts *HTTPOptions) http.Handler {
 // stays open for probes (it shows states, with secrets masked) and gets the
 // go-sdk's Host check against DNS rebinding instead.
 func (a *Aggregator) guard(routes http.Handler, o *HTTPOptions) http.Handler {
-	authed := newTokenSet(append([]string{o.Token}, o.Tokens...)).require(routes)
+	authed := requireToken(o.Tokens, routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !originAllowed(r, slices.Concat(a.current.Load().AllowedOrigins, o.AllowedOrigins)) {
 			forbidOrigin(w, r)

@@ -3,7 +3,6 @@ package aggregator
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -68,17 +67,4 @@ func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.I
 			ended()
 		}()
 	}
-}
-
-// serveMetrics serves /metrics, behind the same bearer token as /mcp.
-func (a *Aggregator) serveMetrics(o *HTTPOptions) http.Handler {
-	h := a.metrics.Handler()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o.Token != "" && !validBearer(r.Header.Get("Authorization"), o.Token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpmux"`)
-			http.Error(w, "401 unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

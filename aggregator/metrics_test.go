@@ -118,7 +118,7 @@ func TestMetricsCountCallsSessionsAndRules(t *testing.T) {
 			"download": echo("d:"),
 		}),
 	}, `tool_blacklist: [["code", "download"]]`, map[string]string{"code": "tool_timeouts: {hang: 20ms}\n"})
-	srv := httptest.NewServer(h.agg.HTTPHandler(&HTTPOptions{Token: "s3cret"}))
+	srv := httptest.NewServer(h.agg.HTTPHandler(&HTTPOptions{Tokens: NewTokens("s3cret")}))
 	t.Cleanup(srv.Close)
 
 	resp, err := http.Get(srv.URL + "/metrics")

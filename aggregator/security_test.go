@@ -101,7 +101,7 @@ func TestHTTPDNSRebindingHostOnHealthz(t *testing.T) {
 }
 
 func TestHTTPBearerToken(t *testing.T) {
-	_, ts := securityServer(t, "", &HTTPOptions{Token: "s3cret-token"})
+	_, ts := securityServer(t, "", &HTTPOptions{Tokens: NewTokens("s3cret-token")})
 	for _, c := range []struct {
 		auth string
 		want int
@@ -141,7 +141,7 @@ func TestHTTPBearerToken(t *testing.T) {
 // A session belongs to the token that opened it: the holder of another
 // valid token cannot use its session id.
 func TestHTTPSessionBelongsToItsToken(t *testing.T) {
-	_, ts := securityServer(t, "", &HTTPOptions{Tokens: []string{"token-of-alice", "token-of-bob"}})
+	_, ts := securityServer(t, "", &HTTPOptions{Tokens: NewTokens("token-of-alice", "token-of-bob")})
 	resp, body := post(t, ts.URL+"/mcp", initBody, map[string]string{"Authorization": "Bearer token-of-alice"})
 	id := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != http.StatusOK || id == "" {
@@ -200,5 +200,40 @@ func TestHTTPBodyLimit(t *testing.T) {
 	// The 413 carries a JSON-RPC error, so the client keeps its session.
 	if res := call(t, cs, "alpha__echo", map[string]any{"text": "again"}); text(res) != "alpha:again" {
 		t.Errorf("call after a 413: %q", text(res))
+	}
+}
+
+// Tokens.Set rotates the accepted tokens while serving: the removed token
+// gets 401 from then on, for the session it opened too; an empty set is
+// refused and changes nothing.
+func TestHTTPTokensRotate(t *testing.T) {
+	tokens := NewTokens("old-token")
+	_, ts := securityServer(t, "", &HTTPOptions{Tokens: tokens})
+	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+	resp, body := post(t, ts.URL+"/mcp", initBody, bearer("old-token"))
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize with the old token: %d %q", resp.StatusCode, body)
+	}
+	if err := tokens.Set([]string{"new-token"}); err != nil {
+		t.Fatal(err)
+	}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	withSession := bearer("old-token")
+	withSession["Mcp-Session-Id"], withSession["Mcp-Protocol-Version"] = id, "2025-11-25"
+	if resp, body := post(t, ts.URL+"/mcp", ping, withSession); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the old token's session after the rotation: %d %q, want 401", resp.StatusCode, body)
+	}
+	if resp, body := post(t, ts.URL+"/mcp", initBody, bearer("old-token")); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the old token after the rotation: %d %q, want 401", resp.StatusCode, body)
+	}
+	if resp, body := post(t, ts.URL+"/mcp", initBody, bearer("new-token")); resp.StatusCode != http.StatusOK {
+		t.Errorf("the new token: %d %q", resp.StatusCode, body)
+	}
+	if err := tokens.Set([]string{"", ""}); err == nil {
+		t.Error("Set accepted an empty set of tokens")
+	}
+	if resp, body := post(t, ts.URL+"/mcp", initBody, bearer("new-token")); resp.StatusCode != http.StatusOK {
+		t.Errorf("the new token after a refused Set: %d %q", resp.StatusCode, body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -174,6 +175,66 @@ func TestHTTPSecurityThroughTheBinary(t *testing.T) {
 	}
 	if strings.Contains(p.logs.String(), token) {
 		t.Errorf("the token is in the log:\n%s", p.logs.String())
+	}
+}
+
+// A rotated token file applies on reload, without a restart: the old token
+// (and its session) get 401, the new one works; a token file emptied by
+// mistake keeps the tokens in force.
+func TestTokenFileRotatesOnReload(t *testing.T) {
+	const oldToken, newToken = "tok-old-0123456789", "tok-new-9876543210"
+	dir := writeConfig(t, map[string]string{
+		"mcpmux.yaml":    "token_file: token.txt\n",
+		"token.txt":      oldToken + "\n",
+		"tool/echo.yaml": fixture("echo", "echo"),
+	})
+	p := startHTTP(t, dir)
+	old, err := connectHTTP(t, p, "/mcp", http.Header{"Authorization": {"Bearer " + oldToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := callTool(t, old, "echo__echo", map[string]any{"text": "before"}); resultText(res) != "echo: before" {
+		t.Fatalf("call with the old token: %q", resultText(res))
+	}
+
+	saveAtomically(t, filepath.Join(dir, "token.txt"), newToken+"\n")
+	p.logs.waitFor(t, regexp.MustCompile(`token file re-read`))
+	if resp, body := rawPost(t, p.url+"/mcp", initRequest, map[string]string{"Authorization": "Bearer " + oldToken}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the old token after the rotation: %d %q, want 401", resp.StatusCode, body)
+	}
+	if _, err := old.CallTool(testContext(t), &mcp.CallToolParams{Name: "echo__echo", Arguments: map[string]any{"text": "after"}}); err == nil {
+		t.Error("the old token's session still calls after the rotation")
+	}
+	cs, err := connectHTTP(t, p, "/mcp", http.Header{"Authorization": {"Bearer " + newToken}})
+	if err != nil {
+		t.Fatalf("connect with the new token: %v", err)
+	}
+	if res := callTool(t, cs, "echo__echo", map[string]any{"text": "new"}); resultText(res) != "echo: new" {
+		t.Errorf("call with the new token: %q", resultText(res))
+	}
+
+	saveAtomically(t, filepath.Join(dir, "token.txt"), "\n")
+	p.logs.waitFor(t, regexp.MustCompile(`token file not re-read.*holds no token`))
+	if res := callTool(t, cs, "echo__echo", map[string]any{"text": "still"}); resultText(res) != "echo: still" {
+		t.Errorf("call after the token file was emptied: %q", resultText(res))
+	}
+	for _, tok := range []string{oldToken, newToken} {
+		if strings.Contains(p.logs.String(), tok) {
+			t.Errorf("token %s is in the log", tok)
+		}
+	}
+}
+
+// saveAtomically writes a file as editors and secret managers do: a
+// temporary file renamed over it.
+func saveAtomically(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
 	}
 }
 
