@@ -134,33 +134,26 @@ func serveHTTP(ctx context.Context, in *instance, addr string, opts *aggregator.
 // startReloading reloads the config on SIGHUP and, if watch is set, on
 // every change in the directory. Reloads wait for the initial start.
 func (in *instance) startReloading(ctx context.Context, dir string, watch bool) error {
+	// Without a watcher, SIGHUP reads the directory itself; with one, it
+	// asks the watcher for a snapshot now.
+	rescan := func() {
+		snap, err := config.Load(dir, nil)
+		if err != nil {
+			in.log.Error("config directory unreadable; keeping the running configuration", "error", err)
+			return
+		}
+		in.reload(ctx, snap)
+	}
+	if watch {
+		w, err := config.Watch(ctx, dir, &config.WatchOptions{Logger: in.log})
+		if err != nil {
+			return err
+		}
+		rescan = w.Rescan
+		go in.watch(ctx, w)
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	if !watch {
-		go func() {
-			defer signal.Stop(hup)
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-hup:
-					in.log.Info("SIGHUP: reloading the config")
-					snap, err := config.Load(dir, nil)
-					if err != nil {
-						in.log.Error("config directory unreadable; keeping the running configuration", "error", err)
-						continue
-					}
-					in.reload(ctx, snap)
-				}
-			}
-		}()
-		return nil
-	}
-	w, err := config.Watch(ctx, dir, &config.WatchOptions{Logger: in.log})
-	if err != nil {
-		signal.Stop(hup)
-		return err
-	}
 	go func() {
 		defer signal.Stop(hup)
 		for {
@@ -169,11 +162,10 @@ func (in *instance) startReloading(ctx context.Context, dir string, watch bool) 
 				return
 			case <-hup:
 				in.log.Info("SIGHUP: reloading the config")
-				w.Rescan()
+				rescan()
 			}
 		}
 	}()
-	go in.watch(ctx, w)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/rewrite"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -140,6 +141,9 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	}
 	return names
 }
+
+// text joins the text items of a result.
+var text = rewrite.ResultText
 
 func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
 	t.Helper()

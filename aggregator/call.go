@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/rewrite"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -31,7 +32,7 @@ func (a *Aggregator) toolHandler(p *profile, e *Entry) mcp.ToolHandler {
 // other servers.
 func (a *Aggregator) redirecting(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
 	res := a.call(ctx, p, req, e)
-	if res.IsError && strings.Contains(text(res), "Unknown tool") {
+	if res.IsError && strings.Contains(rewrite.ResultText(res), "Unknown tool") {
 		if alt := withoutServer(p.view.Load().byTool[e.Tool], e.Server); len(alt) == 1 {
 			if refused := a.refused(p, req, alt[0]); refused != nil {
 				return refused
@@ -46,20 +47,6 @@ func (a *Aggregator) redirecting(ctx context.Context, p *profile, req *mcp.CallT
 		}
 	}
 	return res
-}
-
-// text joins the text items of a result.
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
 }
 
 // call runs one tool call through the pipeline. It always returns a

@@ -71,7 +71,7 @@ func resolve(ref string, lookup LookupFunc) (string, error) {
 		name = ref
 	}
 	name = strings.TrimSpace(name)
-	if !validVarName(name) {
+	if !IsVarName(name) {
 		return "", fmt.Errorf("invalid variable name %q in ${%s}", name, ref)
 	}
 	if v, ok := lookup(name); ok {
@@ -91,7 +91,9 @@ func (e *MissingVarError) Error() string {
 	return fmt.Sprintf("environment variable %s is not set and has no default (set it, or write ${oc.env:%s,default})", e.Name, e.Name)
 }
 
-func validVarName(s string) bool {
+// IsVarName reports whether s is a variable name interpolation accepts:
+// letters, digits and underscores, not starting with a digit.
+func IsVarName(s string) bool {
 	if s == "" {
 		return false
 	}

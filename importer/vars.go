@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcpmux/mcpmux/config"
 )
 
 // input is one entry of a VS Code file's "inputs": a value VS Code asks the
@@ -86,9 +88,9 @@ func (t *translator) ref(ref, field, key string, notes *[]Note) string {
 		return "${oc.env:" + v + "}"
 	case hasArg && (kind == "env" || kind == "oc.env"):
 		return "${" + ref + "}"
-	case !hasArg && validVarName(ref):
+	case !hasArg && config.IsVarName(ref):
 		return "${" + ref + "}" // ${VAR}, as Claude Code writes it
-	case strings.Contains(ref, ":-") && validVarName(strings.SplitN(ref, ":-", 2)[0]):
+	case strings.Contains(ref, ":-") && config.IsVarName(strings.SplitN(ref, ":-", 2)[0]):
 		return "${" + ref + "}" // ${VAR:-default}
 	}
 	// Anything else mcpmux would fail to expand. The client may have meant
@@ -135,19 +137,3 @@ func envName(id string) string {
 }
 
 func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
-
-// validVarName mirrors the variable names config.Expand accepts.
-func validVarName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
-		case r >= '0' && r <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}

@@ -54,8 +54,8 @@ type Env struct {
 	OnHit func(action, rule string)
 }
 
-// resultText joins the text items of a result.
-func resultText(res *mcp.CallToolResult) string {
+// ResultText joins the text items of a result, one per line.
+func ResultText(res *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok {

@@ -32,7 +32,7 @@ func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, 
 	if !res.IsError || env == nil || env.Call == nil || ctx.Err() != nil || ctx.Value(noFallbackKey{}) != nil {
 		return res
 	}
-	if !f.tools.match(c) || !strings.Contains(strings.ToLower(resultText(res)), f.onError) {
+	if !f.tools.match(c) || !strings.Contains(strings.ToLower(ResultText(res)), f.onError) {
 		return res
 	}
 	decoded, _ := c.args()
@@ -47,7 +47,7 @@ func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, 
 	if res2 == nil || res2.IsError {
 		text := ""
 		if res2 != nil {
-			text = resultText(res2)
+			text = ResultText(res2)
 			if len(text) > 300 {
 				text = text[:300] + "..."
 			}

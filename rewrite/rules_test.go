@@ -49,7 +49,7 @@ func call(name string, args string) *Call {
 	return &Call{Name: name, Server: server, Tool: tool, Args: json.RawMessage(args), Session: "s1", Task: "t1"}
 }
 
-func textOf(res *mcp.CallToolResult) string { return resultText(res) }
+func textOf(res *mcp.CallToolResult) string { return ResultText(res) }
 
 func TestCompileErrors(t *testing.T) {
 	ok := func(s Spec) []*Spec { return []*Spec{seedRules[0], &s} }
