@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// startup (figure 4a): time from spawning mcpmux to the first tools/list
+// that holds every server's tools, for 1, 10 and 50 stdio servers.
+// Servers start in parallel, so 50 should cost little more than 1.
+func startup(ctx context.Context, e *env, o options) ([]row, error) {
+	reps := 5
+	if o.quick {
+		reps = 2
+	}
+	sizes := []int{1, 10, 50}
+	times := map[int]samples{}
+	dirs := map[int]string{}
+	for _, n := range sizes {
+		var cfg []server
+		for i := range n {
+			cfg = append(cfg, server{name: fmt.Sprintf("s%02d", i)})
+		}
+		dirs[n] = e.configDir(cfg...)
+	}
+	for range reps {
+		for _, n := range sizes { // interleaved, so noise hits every size
+			t := time.Now()
+			p, err := e.startMuxStdio(ctx, newClient(nil), dirs[n])
+			if err != nil {
+				return nil, err
+			}
+			got, err := countTools(ctx, p.cs)
+			d := time.Since(t)
+			p.stop()
+			if err != nil || got != n {
+				return nil, fmt.Errorf("start-up with %d servers: listed %d tools, %v", n, got, err)
+			}
+			times[n] = append(times[n], d)
+		}
+	}
+	var rows []row
+	base := times[1].median()
+	for _, n := range sizes {
+		r := float64(times[n].median()) / float64(base)
+		rw := row{
+			Figure:  fmt.Sprintf("Start-up, %d stdio server(s): spawn mcpmux → tools/list with every tool", n),
+			Median:  ms(times[n].median()),
+			P99:     ms(times[n].p99()),
+			Value:   fmt.Sprintf("%.2f× one server", r),
+			Ratio:   r,
+			Command: "go run ./bench -only startup",
+			Note:    fmt.Sprintf("%d starts", len(times[n])),
+		}
+		if n == 50 {
+			rw.Target, rw.Met = "≤ 1.5×", met(r <= 1.5)
+		}
+		rows = append(rows, rw)
+	}
+	return rows, nil
+}
+
+// catalog (figure 4b): tools/list latency and mcpmux's memory with 100
+// servers × 50 tools, against one fixture listing the same 5000 tools
+// itself (the SDK's own cost for that list).
+func catalog(ctx context.Context, e *env, o options) ([]row, error) {
+	servers, perServer, reps := 100, 50, 40
+	if o.quick {
+		reps = 8
+	}
+	var cfg []server
+	for i := range servers {
+		cfg = append(cfg, server{name: fmt.Sprintf("s%03d", i), tools: perServer - 1})
+	}
+	mux, err := e.startMuxStdio(ctx, newClient(nil), e.configDir(cfg...))
+	if err != nil {
+		return nil, err
+	}
+	defer mux.stop()
+	want := servers * perServer
+	direct, _, err := connectStdio(ctx, newClient(nil), e.fixture, nil, "-tools", strconv.Itoa(want-1))
+	if err != nil {
+		return nil, err
+	}
+	defer direct.stop()
+
+	var via, dir samples
+	for i := range reps + 3 {
+		t := time.Now()
+		n, err := countTools(ctx, mux.cs)
+		d := time.Since(t)
+		if err != nil || n != want {
+			return nil, fmt.Errorf("tools/list via mcpmux: %d tools, want %d: %v", n, want, err)
+		}
+		t = time.Now()
+		if n, err := countTools(ctx, direct.cs); err != nil || n != want {
+			return nil, fmt.Errorf("tools/list direct: %d tools: %v", n, err)
+		}
+		if i >= 3 { // warm-up
+			via, dir = append(via, d), append(dir, time.Since(t))
+		}
+	}
+	cur, peak, err := rss(mux.pid())
+	if err != nil {
+		return nil, err
+	}
+	cmd := "go run ./bench -only catalog"
+	return []row{
+		{
+			Figure: fmt.Sprintf("tools/list, %d servers × %d tools (all pages), via mcpmux", servers, perServer),
+			Median: ms(via.median()), P99: ms(via.p99()),
+			Value: ms(via.median()), Target: "≤ 5 ms", Met: met(via.median() <= 5*time.Millisecond), Command: cmd,
+			Note: fmt.Sprintf("one go-sdk server listing %d tools itself: %s, ratio %.2f×", want, ms(dir.median()), float64(via.median())/float64(dir.median())),
+		},
+		{
+			Figure: fmt.Sprintf("mcpmux memory with %d servers × %d tools (VmRSS, peak VmHWM)", servers, perServer),
+			Value:  fmt.Sprintf("%.1f MB (peak %.1f MB)", cur, peak),
+			Target: "≤ 40 MB", Met: met(cur <= 40), Command: cmd,
+		},
+	}, nil
+}
+
+// lookup (figure 4c): the Go benchmarks of the call path and of name
+// resolution in aggregator/, over catalogs of 10 to 5000 tools. Flat
+// ns/op means lookups do not depend on the catalog's size.
+func lookup(ctx context.Context, e *env, o options) ([]row, error) {
+	bt := "1s"
+	if o.quick {
+		bt = "200x"
+	}
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^(BenchmarkCall|BenchmarkResolve)$", "-benchtime", bt, "-benchmem", "./aggregator/")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go test -bench: %w\n%s", err, out)
+	}
+	type res struct{ ns, allocs float64 }
+	got := map[string]map[int]res{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name, rest, _ := strings.Cut(f[0], "/tools=")
+		size, _ := strconv.Atoi(strings.Split(rest, "-")[0])
+		var r res
+		for i := 1; i+1 < len(f); i++ {
+			switch f[i+1] {
+			case "ns/op":
+				r.ns, _ = strconv.ParseFloat(f[i], 64)
+			case "allocs/op":
+				r.allocs, _ = strconv.ParseFloat(f[i], 64)
+			}
+		}
+		if got[name] == nil {
+			got[name] = map[int]res{}
+		}
+		got[name][size] = r
+	}
+	var rows []row
+	for _, name := range []string{"BenchmarkCall", "BenchmarkResolve"} {
+		m := got[name]
+		small, big := m[10], m[5000]
+		if small.ns == 0 || big.ns == 0 {
+			return rows, fmt.Errorf("%s: no result for 10 or 5000 tools in:\n%s", name, out)
+		}
+		r := big.ns / small.ns
+		rows = append(rows, row{
+			Figure: fmt.Sprintf("%s (aggregator/, in-memory), 5000 vs 10 tools", name),
+			Median: fmt.Sprintf("%s vs %s/op", nsStr(big.ns), nsStr(small.ns)),
+			Value:  fmt.Sprintf("%.2f×", r), Ratio: r,
+			Target: "flat (≤ 1.3×)", Met: met(r <= 1.3),
+			Command: "go test -run '^$' -bench '^(BenchmarkCall|BenchmarkResolve)$' -benchmem ./aggregator/",
+			Note:    fmt.Sprintf("1000 tools: %s/op; %.0f allocs/op", nsStr(m[1000].ns), big.allocs),
+		})
+	}
+	return rows, nil
+}
+
+func nsStr(ns float64) string { return ms(time.Duration(ns)) }
