@@ -23,7 +23,7 @@ func concurrency(ctx context.Context, e *env, o options) ([]row, error) {
 		return nil, err
 	}
 	defer fx.stop()
-	mux, err := e.startMuxHTTP(e.configDir(server{name: "fx"}), false)
+	mux, err := e.startMuxHTTP(e.configDir(server{name: "fx"}), false, e.muxEnv("concurrency")...)
 	if err != nil {
 		return nil, err
 	}

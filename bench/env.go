@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +31,21 @@ type env struct {
 	mcpmux  string // built mcpmux binary
 	fixture string // built fixture binary
 	n       int    // config dirs made so far
+	profile string // if set, mcpmux processes write CPU and heap profiles here
+	// extraMuxEnv is more environment for mcpmux processes (-mux-env).
+	extraMuxEnv []string
+}
+
+// muxEnv is the environment of an mcpmux process: with -profile, its CPU
+// and heap profiles go to the profile dir under tag.
+func (e *env) muxEnv(tag string) []string {
+	if e.profile == "" {
+		return nil
+	}
+	return []string{
+		"MCPMUX_CPUPROFILE=" + filepath.Join(e.profile, tag+".cpu.pprof"),
+		"MCPMUX_MEMPROFILE=" + filepath.Join(e.profile, tag+".heap.pprof"),
+	}
 }
 
 // build compiles mcpmux and the fixture into a temp dir.
@@ -184,7 +200,7 @@ func connectStdio(ctx context.Context, c *mcp.Client, path string, extraEnv []st
 
 // startMuxStdio runs mcpmux on stdio over a config dir.
 func (e *env) startMuxStdio(ctx context.Context, c *mcp.Client, dir string, extraEnv ...string) (*proc, error) {
-	p, _, err := connectStdio(ctx, c, e.mcpmux, extraEnv, "--config", dir, "--log-level", "error", "--no-watch")
+	p, _, err := connectStdio(ctx, c, e.mcpmux, slices.Concat(e.extraMuxEnv, extraEnv), "--config", dir, "--log-level", "error", "--no-watch")
 	return p, err
 }
 
@@ -199,7 +215,7 @@ func (e *env) startMuxHTTP(dir string, watch bool, extraEnv ...string) (*proc, e
 	if !watch {
 		args = append(args, "--no-watch")
 	}
-	cmd, stderr := command(e.mcpmux, extraEnv, args...)
+	cmd, stderr := command(e.mcpmux, slices.Concat(e.extraMuxEnv, extraEnv), args...)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -218,12 +234,12 @@ func (e *env) startMuxHTTP(dir string, watch bool, extraEnv ...string) (*proc, e
 }
 
 // startFixtureHTTP runs the fixture on Streamable HTTP.
-func (e *env) startFixtureHTTP() (*proc, error) {
+func (e *env) startFixtureHTTP(args ...string) (*proc, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	cmd, stderr := command(e.fixture, nil, "-http", addr)
+	cmd, stderr := command(e.fixture, nil, append([]string{"-http", addr}, args...)...)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func latency(ctx context.Context, e *env, o options) ([]row, error) {
 		return nil, err
 	}
 	defer direct.stop()
-	via, err := e.startMuxStdio(ctx, newClient(nil), e.configDir(server{name: "fx"}))
+	via, err := e.startMuxStdio(ctx, newClient(nil), e.configDir(server{name: "fx"}), e.muxEnv("latency-stdio")...)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func latency(ctx context.Context, e *env, o options) ([]row, error) {
 		return nil, err
 	}
 	defer fx.stop()
-	mux, err := e.startMuxHTTP(e.configDir(server{name: "fx"}), false)
+	mux, err := e.startMuxHTTP(e.configDir(server{name: "fx"}), false, e.muxEnv("latency-http")...)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,8 @@ var sections = []section{
 func main() {
 	quick := flag.Bool("quick", false, "smoke run: few iterations, small sizes")
 	asJSON := flag.Bool("json", false, "print the results as JSON instead of a Markdown table")
+	profile := flag.String("profile", "", "write CPU and heap profiles of the mcpmux processes into `DIR`")
+	muxEnv := flag.String("mux-env", "", "extra environment of the mcpmux processes, as space-separated `KEY=VALUE` (e.g. GOGC=400), for experiments")
 	only := flag.String("only", "", "comma-separated `sections` to run: "+names())
 	flag.Parse()
 	want := map[string]bool{}
@@ -68,6 +70,14 @@ func main() {
 		os.Exit(1)
 	}
 	defer e.close()
+	e.extraMuxEnv = strings.Fields(*muxEnv)
+	if *profile != "" {
+		if err := os.MkdirAll(*profile, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		e.profile = *profile
+	}
 	opts := options{quick: *quick}
 	ctx := context.Background()
 	var rows []row
