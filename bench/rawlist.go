@@ -63,8 +63,18 @@ func (r *rawLister) post(ctx context.Context, body string) (*http.Response, erro
 	return resp, nil
 }
 
+// page times one tools/list request: the first page.
+func (r *rawLister) page(ctx context.Context) (time.Duration, error) {
+	d, _, err := r.fetch(ctx, true)
+	return d, err
+}
+
 // list fetches every page and returns the time taken and the bytes read.
 func (r *rawLister) list(ctx context.Context) (time.Duration, int, error) {
+	return r.fetch(ctx, false)
+}
+
+func (r *rawLister) fetch(ctx context.Context, first bool) (time.Duration, int, error) {
 	start := time.Now()
 	cursor, total := "", 0
 	for {
@@ -84,7 +94,7 @@ func (r *rawLister) list(ctx context.Context) (time.Duration, int, error) {
 		}
 		total += len(b)
 		cursor = nextCursor(b)
-		if cursor == "" {
+		if cursor == "" || first {
 			return time.Since(start), total, nil
 		}
 	}
