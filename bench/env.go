@@ -72,6 +72,8 @@ type server struct {
 	name  string
 	tools int               // extra tools of the fixture
 	env   map[string]string // more environment
+	cmd   string            // command instead of the fixture
+	args  []string
 }
 
 // configDir writes a fresh config dir with one tool file per server.
@@ -90,7 +92,14 @@ func (e *env) configDir(servers ...server) string {
 // toolYAML is the tool file of s.
 func (e *env) toolYAML(s server) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "name: %s\ntool_command: %s\n", s.name, e.fixture)
+	cmd := e.fixture
+	if s.cmd != "" {
+		cmd = s.cmd
+	}
+	fmt.Fprintf(&b, "name: %s\ntool_command: %s\n", s.name, cmd)
+	if len(s.args) > 0 {
+		fmt.Fprintf(&b, "args: [%s]\n", strings.Join(quoteAll(s.args), ", "))
+	}
 	if s.tools > 0 || len(s.env) > 0 {
 		b.WriteString("env:\n")
 		if s.tools > 0 {
@@ -114,6 +123,14 @@ func (e *env) writeTool(dir string, s server) {
 	if err := os.Rename(tmp, path); err != nil {
 		panic(err)
 	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
 }
 
 func removeTool(dir, name string) {
