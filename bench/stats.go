@@ -54,5 +54,8 @@ func ms(d time.Duration) string {
 	case v >= 1:
 		return fmt.Sprintf("%.2f ms", v)
 	}
-	return fmt.Sprintf("%.0f µs", v*1000)
+	if v >= 0.01 {
+		return fmt.Sprintf("%.0f µs", v*1000)
+	}
+	return fmt.Sprintf("%.0f ns", v*1e6)
 }
