@@ -48,14 +48,22 @@ func (e *env) muxEnv(tag string) []string {
 	}
 }
 
-// build compiles mcpmux and the fixture into a temp dir.
-func build() (*env, error) {
+// build compiles mcpmux (unless prebuilt names a binary to use instead)
+// and the fixture into a temp dir.
+func build(prebuilt string) (*env, error) {
 	dir, err := os.MkdirTemp("", "mcpmux-bench-")
 	if err != nil {
 		return nil, err
 	}
 	e := &env{dir: dir, mcpmux: filepath.Join(dir, "mcpmux"), fixture: filepath.Join(dir, "fixture")}
-	for out, pkg := range map[string]string{e.mcpmux: ".", e.fixture: "./bench/fixture"} {
+	pkgs := map[string]string{e.mcpmux: ".", e.fixture: "./bench/fixture"}
+	if prebuilt != "" {
+		if e.mcpmux, err = filepath.Abs(prebuilt); err != nil {
+			return nil, err
+		}
+		pkgs = map[string]string{e.fixture: "./bench/fixture"}
+	}
+	for out, pkg := range pkgs {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {

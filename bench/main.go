@@ -48,6 +48,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "print the results as JSON instead of a Markdown table")
 	profile := flag.String("profile", "", "write CPU and heap profiles of the mcpmux processes into `DIR`")
 	muxEnv := flag.String("mux-env", "", "extra environment of the mcpmux processes, as space-separated `KEY=VALUE` (e.g. GOGC=400), for experiments")
+	prebuilt := flag.String("mcpmux", "", "use this mcpmux `binary` instead of building the working tree (to compare versions)")
 	only := flag.String("only", "", "comma-separated `sections` to run: "+names())
 	flag.Parse()
 	want := map[string]bool{}
@@ -64,7 +65,7 @@ func main() {
 	}
 
 	start := time.Now()
-	e, err := build()
+	e, err := build(*prebuilt)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
