@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,13 +43,21 @@ func concurrency(ctx context.Context, e *env, o options) ([]row, error) {
 	var dLat, vLat samples
 	var dTime, vTime time.Duration
 	var dErr, vErr int64
+	// CPU spent per call by each process, to say where the time goes.
+	self := os.Getpid()
+	child := serverPID(mux.url, "fx")
+	var dCPU, vCPU [3]time.Duration           // bench client, server side, fixture child of mcpmux
 	_, _, _, _ = load(ctx, direct, "echo", 5) // warm-up
 	_, _, _, _ = load(ctx, via, "fx__echo", 5)
 	for range rounds {
+		c0, c1 := cpuTime(self), cpuTime(fx.pid())
 		lat, el, errs, _ := load(ctx, direct, "echo", calls)
 		dLat, dTime, dErr = append(dLat, lat...), dTime+el, dErr+errs
+		dCPU[0], dCPU[1] = dCPU[0]+cpuTime(self)-c0, dCPU[1]+cpuTime(fx.pid())-c1
+		c0, c1, c2 := cpuTime(self), cpuTime(mux.pid()), cpuTime(child)
 		lat, el, errs, first := load(ctx, via, "fx__echo", calls)
 		vLat, vTime, vErr = append(vLat, lat...), vTime+el, vErr+errs
+		vCPU[0], vCPU[1], vCPU[2] = vCPU[0]+cpuTime(self)-c0, vCPU[1]+cpuTime(mux.pid())-c1, vCPU[2]+cpuTime(child)-c2
 		if first != nil {
 			return nil, fmt.Errorf("via mcpmux: %d errors, first: %w", errs, first)
 		}
@@ -56,6 +65,9 @@ func concurrency(ctx context.Context, e *env, o options) ([]row, error) {
 	total := float64(clients * calls * rounds)
 	dRate, vRate := total/dTime.Seconds(), total/vTime.Seconds()
 	share := vRate / dRate
+	per := func(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Microseconds())/total) }
+	cpuNote := fmt.Sprintf("CPU per call: direct = client %s + fixture (HTTP) %s; via = client %s + mcpmux %s + fixture (stdio) %s",
+		per(dCPU[0]), per(dCPU[1]), per(vCPU[0]), per(vCPU[1]), per(vCPU[2]))
 	cmd := "go run ./bench -only concurrency"
 	return []row{
 		{
@@ -64,6 +76,7 @@ func concurrency(ctx context.Context, e *env, o options) ([]row, error) {
 			P99:    fmt.Sprintf("%s vs %s", ms(vLat.p99()), ms(dLat.p99())),
 			Value:  fmt.Sprintf("%.0f%% (%.0f vs %.0f calls/s)", 100*share, vRate, dRate),
 			Ratio:  share, Target: "≥ 80 %", Met: met(share >= 0.8), Command: cmd,
+			Note: cpuNote,
 		},
 		{
 			Figure: "Concurrency: calls without a correct answer via mcpmux (direct)",

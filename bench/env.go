@@ -373,6 +373,25 @@ func rss(pid int) (cur, peak float64, err error) {
 	return cur, peak, nil
 }
 
+// cpuTime is the user+system CPU time a process has used so far.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	var utime, stime int64
+	fmt.Sscan(f[11], &utime)
+	fmt.Sscan(f[12], &stime)
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticks
+}
+
 func tail(s string) string {
 	if len(s) > 2000 {
 		s = "…" + s[len(s)-2000:]
