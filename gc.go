@@ -48,9 +48,11 @@ func tuneGC() {
 type gcSentinel struct{ _ *byte }
 
 // gcPercent is the GOGC that lets a heap of live bytes grow by at least
-// gcHeadroom, and never less than the default 100.
+// gcHeadroom, and never less than the default 100. It is at most 400:
+// the runtime's minimum heap goal is 4 MB × GOGC/100, so 400 already gives
+// a heap of under 4 MB its 16 MB, and more would give it more.
 func gcPercent(live uint64) int {
-	const most = 2000
+	const most = 400
 	if live == 0 {
 		return most
 	}
