@@ -32,9 +32,9 @@ type Item[T any] struct {
 
 // Entry is one exposed tool.
 type Entry struct {
-	Name   string    // exposed name
-	Server string    // config name of the server
-	Tool   string    // the server's own name for the tool
+	Name   string // exposed name
+	Server string // config name of the server
+	Tool   string // the server's own name for the tool
 	// Def is the definition as listed to clients (Name = exposed name).
 	// Its schemas are encoded once, as json.RawMessage, so that every
 	// tools/list copies bytes instead of encoding maps by reflection.
