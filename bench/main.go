@@ -105,8 +105,14 @@ func main() {
 		fmt.Printf("Machine: %s. Run: %s, %s, took %v.\n\n", machine(), time.Now().UTC().Format("2006-01-02 15:04 UTC"), mode(*quick), time.Since(start).Round(time.Second))
 		printTable(rows)
 	}
-	// Figures are reported, not asserted: only a broken run fails (a
-	// smoke run must not rot, nor flake on a slow machine).
+	// Timings are reported, not asserted (a smoke run must not flake on a
+	// slow machine); a broken run or a missed correctness figure fails.
+	for _, r := range rows {
+		if r.Check && r.Met != nil && !*r.Met {
+			fmt.Fprintf(os.Stderr, "bench: correctness figure missed: %s: %s %s\n", r.Figure, r.Value, r.Note)
+			failed = true
+		}
+	}
 	if failed {
 		os.Exit(1)
 	}

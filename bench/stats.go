@@ -39,6 +39,9 @@ type row struct {
 	Ratio   float64 `json:"ratio,omitempty"`
 	Command string  `json:"command"`
 	Note    string  `json:"note,omitempty"`
+	// Check marks a correctness figure (errors, lost calls): unlike the
+	// timings, missing it fails the run.
+	Check bool `json:"check,omitempty"`
 }
 
 func met(ok bool) *bool { return &ok }
