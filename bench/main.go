@@ -16,9 +16,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -80,11 +82,13 @@ func main() {
 		e.profile = *profile
 	}
 	opts := options{quick: *quick}
-	ctx := context.Background()
+	// Interrupted, the running section fails and the temp dir is removed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var rows []row
 	failed := false
 	for _, s := range sections {
-		if len(want) > 0 && !want[s.name] {
+		if len(want) > 0 && !want[s.name] || ctx.Err() != nil {
 			continue
 		}
 		t := time.Now()
@@ -114,6 +118,7 @@ func main() {
 		}
 	}
 	if failed {
+		e.close() // os.Exit skips the deferred one
 		os.Exit(1)
 	}
 }
