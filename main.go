@@ -34,7 +34,11 @@ func main() {
 	// the Go runtime killing us with SIGPIPE. Notify, not Ignore: an ignored
 	// signal would be inherited by every tool server we start.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	tuneGC()
+	stopProfiles := startProfiles()
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stopProfiles()
+	os.Exit(code)
 }
 
 // commands maps subcommand names to their implementations.

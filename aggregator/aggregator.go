@@ -153,7 +153,7 @@ func (a *Aggregator) rebuildLocked() {
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
 			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates})
 	}
-	a.catalog = BuildCatalog(servers, a.settings.Separator, a.maxName)
+	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
 	// Servers added by a reload get the clients' log level too.
 	go a.pushLogLevel(context.Background(), a.levels.lowest())
 	for _, err := range a.catalog.Conflicts {

@@ -32,11 +32,14 @@ type Item[T any] struct {
 
 // Entry is one exposed tool.
 type Entry struct {
-	Name   string    // exposed name
-	Server string    // config name of the server
-	Tool   string    // the server's own name for the tool
-	Def    *mcp.Tool // definition as listed to clients (Name = exposed name)
-	hash   string    // identifies Def and route, to skip re-registering an unchanged tool
+	Name   string // exposed name
+	Server string // config name of the server
+	Tool   string // the server's own name for the tool
+	// Def is the definition as listed to clients (Name = exposed name).
+	// Its schemas are encoded once, as json.RawMessage, so that every
+	// tools/list copies bytes instead of encoding maps by reflection.
+	Def  *mcp.Tool
+	hash string // identifies Def and route, to skip re-registering an unchanged tool
 
 	// meta is set for mcpmux's own meta tools (meta.go), which no server
 	// serves.
@@ -56,6 +59,46 @@ type Catalog struct {
 	prompts   map[string]*Item[*mcp.Prompt]           // exposed name → prompt
 	resources map[string]*Item[*mcp.Resource]         // exposed URI → resource
 	templates map[string]*Item[*mcp.ResourceTemplate] // exposed URI template → template
+
+	// encoded holds each listed tool's encodings, by the server's
+	// definition (whose lists are never modified), for the next build.
+	encoded map[*mcp.Tool]*encodedTool
+}
+
+// encodedTool is what a build encodes of a server's tool definition.
+type encodedTool struct {
+	input  json.RawMessage // normalized input schema
+	output json.RawMessage // output schema; nil if none or not encodable
+	sum    [sha256.Size]byte
+}
+
+// encodeTool encodes t once for every build that lists it.
+func encodeTool(t *mcp.Tool) *encodedTool {
+	en := &encodedTool{}
+	var err error
+	if en.input, err = json.Marshal(normalizeInputSchema(t.InputSchema)); err != nil {
+		en.input = json.RawMessage(`{"type":"object"}`)
+	}
+	if t.OutputSchema != nil {
+		if b, err := json.Marshal(t.OutputSchema); err == nil {
+			en.output = b
+		}
+	}
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(t); err != nil {
+		fmt.Fprint(h, err)
+	}
+	h.Sum(en.sum[:0])
+	return en
+}
+
+// hash identifies the exposed definition of the tool (a function of the
+// server's definition and the exposed name) together with its route.
+func (en *encodedTool) hash(name, server, tool string) string {
+	h := sha256.New()
+	h.Write(en.sum[:])
+	fmt.Fprintf(h, "\x00%s\x00%s\x00%s", name, server, tool)
+	return string(h.Sum(nil))
 }
 
 // BuildCatalog indexes the tools of servers. Names follow ExposedName; when
@@ -64,7 +107,13 @@ type Catalog struct {
 // that a server with bare names never displaces another: its clashing tool
 // is left out and reported in Conflicts.
 func BuildCatalog(servers []ServerFeatures, sep string, maxLen int) *Catalog {
-	c := &Catalog{sep: sep, byName: map[string]*Entry{}, prefixes: map[string]string{},
+	return buildCatalog(servers, sep, maxLen, nil)
+}
+
+// buildCatalog is BuildCatalog reusing the encodings of prev (may be nil)
+// for definitions it already had: a rebuild encodes only new tools.
+func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalog) *Catalog {
+	c := &Catalog{sep: sep, byName: map[string]*Entry{}, prefixes: map[string]string{}, encoded: map[*mcp.Tool]*encodedTool{},
 		prompts: map[string]*Item[*mcp.Prompt]{}, resources: map[string]*Item[*mcp.Resource]{}, templates: map[string]*Item[*mcp.ResourceTemplate]{}}
 	servers = slices.Clone(servers)
 	// Prefixed servers first, so that bare names lose any clash.
@@ -98,8 +147,16 @@ func BuildCatalog(servers []ServerFeatures, sep string, maxLen int) *Catalog {
 					continue
 				}
 			}
-			e := &Entry{Name: name, Server: s.Name, Tool: t.Name, Def: exposedDef(t, name)}
-			e.hash = defHash(e.Def, s.Name, t.Name)
+			en := c.encoded[t]
+			if en == nil && prev != nil {
+				en = prev.encoded[t]
+			}
+			if en == nil {
+				en = encodeTool(t)
+			}
+			c.encoded[t] = en
+			e := &Entry{Name: name, Server: s.Name, Tool: t.Name, Def: exposedDef(t, name, en)}
+			e.hash = en.hash(name, s.Name, t.Name)
 			c.byName[name] = e
 			c.entries = append(c.entries, e)
 		}
@@ -202,16 +259,17 @@ func (c *Catalog) ServerForPrefix(prefix string) (string, bool) {
 }
 
 // exposedDef copies a downstream tool definition under its exposed name,
-// with an input schema the SDK accepts: it panics on anything but an
-// object schema, and downstream servers are not always that careful.
-func exposedDef(t *mcp.Tool, name string) *mcp.Tool {
+// with the schemas as encoded: the input schema normalized to one the SDK
+// accepts (it panics on anything but an object schema, and downstream
+// servers are not always that careful), and an output schema that cannot
+// be encoded dropped.
+func exposedDef(t *mcp.Tool, name string, en *encodedTool) *mcp.Tool {
 	d := *t
 	d.Name = name
-	d.InputSchema = normalizeInputSchema(t.InputSchema)
-	if d.OutputSchema != nil {
-		if _, err := json.Marshal(d.OutputSchema); err != nil {
-			d.OutputSchema = nil
-		}
+	d.InputSchema = en.input
+	d.OutputSchema = nil
+	if en.output != nil {
+		d.OutputSchema = en.output
 	}
 	return &d
 }

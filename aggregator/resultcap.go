@@ -21,6 +21,9 @@ func capResult(res *mcp.CallToolResult, limit config.Size) (out *mcp.CallToolRes
 	if limit <= 0 {
 		limit = config.DefaultMaxResultBytes
 	}
+	if res.StructuredContent == nil && fits(res.Content, int64(limit)) {
+		return res, false // the common case, without a copy
+	}
 	left := int64(limit)
 	var content []mcp.Content
 	for _, c := range res.Content {
@@ -59,6 +62,16 @@ func capResult(res *mcp.CallToolResult, limit config.Size) (out *mcp.CallToolRes
 		return res, false
 	}
 	return &mcp.CallToolResult{Meta: res.Meta, Content: content, StructuredContent: structured, IsError: res.IsError}, true
+}
+
+// fits reports whether the items' payloads add up to at most limit.
+func fits(content []mcp.Content, limit int64) bool {
+	for _, c := range content {
+		if limit -= contentSize(c); limit < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // contentSize is the payload of an item: its text or data.

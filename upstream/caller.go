@@ -54,6 +54,12 @@ func (c *conn) begin(token string, r *inflight) func() {
 	return func() {
 		c.mu.Lock()
 		r.done = true
+		if r.progress == nil {
+			// Nothing to route to: forget it now, without a timer per call.
+			delete(c.requests, token)
+			c.mu.Unlock()
+			return
+		}
 		c.mu.Unlock()
 		// The SDK hands a server's notifications to their handler apart
 		// from its answers, so progress sent before the answer may be

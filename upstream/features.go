@@ -52,6 +52,9 @@ func listFeatures(ctx context.Context, cs *mcp.ClientSession) (Features, error) 
 		}
 		f.Tools = nil
 	}
+	for _, t := range f.Tools {
+		encodeSchemas(t)
+	}
 	if caps.Prompts != nil {
 		if f.Prompts, err = listAll(ctx, "prompts", func(c string) ([]*mcp.Prompt, string, error) {
 			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: c})
@@ -86,6 +89,27 @@ func listFeatures(ctx context.Context, cs *mcp.ClientSession) (Features, error) 
 	}
 	f.Completions = caps.Completions != nil
 	return f, nil
+}
+
+// encodeSchemas replaces a freshly listed tool's schemas, decoded by the
+// SDK into trees of maps, by their JSON encoding: a fraction of the
+// memory for big catalogs, and bytes that tools/list can copy as they are.
+// A schema that does not encode stays as it is.
+func encodeSchemas(t *mcp.Tool) {
+	if t == nil {
+		return
+	}
+	for _, s := range []*any{&t.InputSchema, &t.OutputSchema} {
+		if *s == nil {
+			continue
+		}
+		if _, ok := (*s).(json.RawMessage); ok {
+			continue
+		}
+		if b, err := json.Marshal(*s); err == nil {
+			*s = json.RawMessage(b)
+		}
+	}
 }
 
 // listAll follows cursors, within sane bounds: a server that pages forever

@@ -57,7 +57,11 @@ func (g *progressGate) sawHandled() {
 func (g *progressGate) wait(ctx context.Context) {
 	g.mu.Lock()
 	target := g.read
+	caughtUp := g.handled >= target
 	g.mu.Unlock()
+	if caughtUp {
+		return // the usual case: no timer per call
+	}
 	timer := time.NewTimer(progressWait)
 	defer timer.Stop()
 	for {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,6 +23,9 @@ type Pool struct {
 	mu      sync.RWMutex
 	servers map[string]*Server
 	closed  bool
+	// current is servers for readers: the call path looks servers up
+	// without a lock. The map is replaced, never modified.
+	current atomic.Pointer[map[string]*Server]
 
 	// Servers replaced or removed by Apply stop in the background while
 	// their running calls finish; Close cuts that short.
@@ -32,7 +36,8 @@ type Pool struct {
 
 // NewPool returns an empty pool; Apply fills it.
 func NewPool(opts *Options) *Pool {
-	p := &Pool{servers: map[string]*Server{}}
+	p := &Pool{}
+	p.publish(map[string]*Server{})
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -43,18 +48,20 @@ func NewPool(opts *Options) *Pool {
 	return p
 }
 
+// publish makes m the servers; p.mu must be held (or p new).
+func (p *Pool) publish(m map[string]*Server) {
+	p.servers = m
+	p.current.Store(&m) // m, a variable of its own: never written again
+}
+
 // Get returns the server with the config name, or nil.
 func (p *Pool) Get(name string) *Server {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.servers[name]
+	return (*p.current.Load())[name]
 }
 
 // Servers returns the servers sorted by name.
 func (p *Pool) Servers() []*Server {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	out := slices.Collect(maps.Values(p.servers))
+	out := slices.Collect(maps.Values(*p.current.Load()))
 	slices.SortFunc(out, func(a, b *Server) int { return strings.Compare(a.cfg.Name, b.cfg.Name) })
 	return out
 }
@@ -163,7 +170,7 @@ func (p *Pool) Apply(ctx context.Context, cfgs []*config.Server, callTimeout tim
 		}
 		return Changes{}
 	}
-	p.servers = next
+	p.publish(next)
 	// Registered under p.mu, so that Close, which sets closed under it,
 	// waits for these too.
 	for _, o := range retired {
@@ -193,7 +200,7 @@ func (p *Pool) Close(ctx context.Context, grace time.Duration) {
 	p.mu.Lock()
 	p.closed = true
 	servers := slices.Collect(maps.Values(p.servers))
-	p.servers = map[string]*Server{}
+	p.publish(map[string]*Server{})
 	p.mu.Unlock()
 	stopRetired := time.AfterFunc(grace, p.stopRetired)
 	defer stopRetired.Stop()

@@ -1,0 +1,65 @@
+package aggregator
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// catalogSizes are the catalog sizes of the lookup benchmarks: ns/op
+// should not grow with them (go run ./bench -only lookup compares them).
+var catalogSizes = []int{10, 1000, 5000}
+
+// sizedHarness serves n tools: up to 50 per server, every tool name
+// unique across servers (so that a bare name resolves to one owner).
+func sizedHarness(b *testing.B, n int) *harness {
+	servers := map[string]*mcp.Server{}
+	for s := 0; s*50 < n; s++ {
+		tools := map[string]mcp.ToolHandler{}
+		for i := s * 50; i < min(n, (s+1)*50); i++ {
+			tools[fmt.Sprintf("tool%d", i)] = echo("")
+		}
+		servers[fmt.Sprintf("s%03d", s)] = fixtureServer(fmt.Sprintf("s%03d", s), tools)
+	}
+	return newHarness(b, servers, "", nil)
+}
+
+// BenchmarkCall is one tools/call through the whole pipeline (client
+// session → aggregator → upstream session → fixture, all in memory).
+func BenchmarkCall(b *testing.B) {
+	for _, n := range catalogSizes {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			h := sizedHarness(b, n)
+			cs := h.client(DefaultProfile)
+			ctx := context.Background()
+			params := &mcp.CallToolParams{Name: fmt.Sprintf("s%03d__tool%d", (n-1)/50, n-1), Arguments: map[string]any{"text": "hi"}}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := cs.CallTool(ctx, params)
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkResolve is the auto-correction lookup of a name whose server
+// part is wrong: map reads, whatever the catalog's size.
+func BenchmarkResolve(b *testing.B) {
+	for _, n := range catalogSizes {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			h := sizedHarness(b, n)
+			v := h.agg.profile(DefaultProfile).view.Load()
+			name := fmt.Sprintf("nosuch__tool%d", n/2)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, _, c := h.agg.lookup(v, name); len(c) != 1 {
+					b.Fatalf("%d candidates for %s", len(c), name)
+				}
+			}
+		})
+	}
+}
