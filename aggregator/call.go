@@ -41,7 +41,7 @@ func (a *Aggregator) redirecting(ctx context.Context, p *profile, req *mcp.CallT
 			a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
 			res2 := a.call(ctx, p, req, alt[0])
 			if !res2.IsError {
-				prependNote(res2, fmt.Sprintf("[Auto-corrected: Server '%s' does not know tool '%s', but it was found only in server '%s', so automatically used '%s' instead] ", e.Server, e.Tool, alt[0].Server, alt[0].Server))
+				rewrite.PrependNote(res2, fmt.Sprintf("[Auto-corrected: Server '%s' does not know tool '%s', but it was found only in server '%s', so automatically used '%s' instead] ", e.Server, e.Tool, alt[0].Server, alt[0].Server))
 				return res2
 			}
 		}
@@ -290,16 +290,4 @@ func (a *Aggregator) clientID(ss *mcp.ServerSession) upstream.ClientID {
 		}()
 	}
 	return upstream.ClientID(id)
-}
-
-// prependNote puts note in front of the result's first text item, or adds
-// a text item if the result has none first.
-func prependNote(res *mcp.CallToolResult, note string) {
-	if len(res.Content) > 0 {
-		if t, ok := res.Content[0].(*mcp.TextContent); ok {
-			t.Text = note + t.Text
-			return
-		}
-	}
-	res.Content = append([]mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(note)}}, res.Content...)
 }

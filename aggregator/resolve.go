@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/rewrite"
 )
 
 // routeMiddleware intercepts tools/call for names the profile does not
@@ -49,7 +50,7 @@ func (a *Aggregator) resolve(ctx context.Context, p *profile, v *view, req *mcp.
 		a.log.Info("auto-corrected tool call", "session", sessionID(req.Session), "requested", name, "chosen", e.Name)
 		a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
 		res := a.handle(ctx, p, req, e)
-		prependNote(res, correctionNote(server, known, tool, e.Server, res.IsError))
+		rewrite.PrependNote(res, correctionNote(server, known, tool, e.Server, res.IsError))
 		return res
 	case 0:
 		if e := a.hiddenByTool(v, tool); e != nil {

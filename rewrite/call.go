@@ -68,9 +68,9 @@ func ResultText(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
-// prependNote puts note in front of the result's first text item, or adds
+// PrependNote puts note in front of the result's first text item, or adds
 // a text item first.
-func prependNote(res *mcp.CallToolResult, note string) {
+func PrependNote(res *mcp.CallToolResult, note string) {
 	if len(res.Content) > 0 {
 		if t, ok := res.Content[0].(*mcp.TextContent); ok {
 			t.Text = note + t.Text

@@ -56,6 +56,6 @@ func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, 
 		return res
 	}
 	record(env, f.name, ActionFallback, c, "fallback", f.tool, "outcome", "used")
-	prependNote(res2, fmt.Sprintf("[Fallback: tool '%s' failed (%s), so rule '%s' called '%s' instead] ", c.Name, f.onError, f.name, f.tool))
+	PrependNote(res2, fmt.Sprintf("[Fallback: tool '%s' failed (%s), so rule '%s' called '%s' instead] ", c.Name, f.onError, f.name, f.tool))
 	return res2
 }

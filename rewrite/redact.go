@@ -42,7 +42,7 @@ func (r *redact) after(_ context.Context, c *Call, res *mcp.CallToolResult, env 
 		return res
 	}
 	record(env, r.name, ActionRedacted, c, "removed", n)
-	prependNote(res, fmt.Sprintf("[Rewrite rule '%s' removed %d link(s) to blocked pages from this result] ", r.name, n))
+	PrependNote(res, fmt.Sprintf("[Rewrite rule '%s' removed %d link(s) to blocked pages from this result] ", r.name, n))
 	return res
 }
 
