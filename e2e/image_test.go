@@ -22,25 +22,8 @@ import (
 // the config a container of that image starts with.
 func imageConfig(t *testing.T, stage string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	res, err := parser.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stages, _, err := instructions.Parse(res.AST, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(stages, func(s instructions.Stage) bool { return s.Name == stage })
-	if i < 0 {
-		t.Fatalf("Dockerfile has no stage %q", stage)
-	}
 	root := t.TempDir()
-	for _, c := range stages[i].Commands {
+	for _, c := range dockerfileStage(t, stage).Commands {
 		cp, ok := c.(*instructions.CopyCommand)
 		if !ok || cp.From != "" || !strings.HasPrefix(cp.DestPath, "/config/") {
 			continue
@@ -164,6 +147,22 @@ func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(
 // imageCommand is the ENTRYPOINT and CMD of a Dockerfile stage.
 func imageCommand(t *testing.T, stage string) []string {
 	t.Helper()
+	var entrypoint, cmd []string
+	for _, c := range dockerfileStage(t, stage).Commands {
+		switch c := c.(type) {
+		case *instructions.EntrypointCommand:
+			entrypoint = c.CmdLine
+		case *instructions.CmdCommand:
+			cmd = c.CmdLine
+		}
+	}
+	return append(entrypoint, cmd...)
+}
+
+// dockerfileStage parses the repository's Dockerfile and returns its stage
+// of that name.
+func dockerfileStage(t *testing.T, name string) instructions.Stage {
+	t.Helper()
 	f, err := os.Open(filepath.Join("..", "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
@@ -177,21 +176,11 @@ func imageCommand(t *testing.T, stage string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var entrypoint, cmd []string
-	for _, s := range stages {
-		if s.Name != stage {
-			continue
-		}
-		for _, c := range s.Commands {
-			switch c := c.(type) {
-			case *instructions.EntrypointCommand:
-				entrypoint = c.CmdLine
-			case *instructions.CmdCommand:
-				cmd = c.CmdLine
-			}
-		}
+	i := slices.IndexFunc(stages, func(s instructions.Stage) bool { return s.Name == name })
+	if i < 0 {
+		t.Fatalf("Dockerfile has no stage %q", name)
 	}
-	return append(entrypoint, cmd...)
+	return stages[i]
 }
 
 // A container started without MCPMUX_TOKEN must stop at once and say why,
