@@ -299,16 +299,8 @@ func runMcpmux(t *testing.T, args ...string) (stdout, stderr string, code int) {
 
 // alive reports whether a process exists (and is not a zombie).
 func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z' && s[i+2] != 'X'
-	}
-	return true
+	_, ok := readProc(pid)
+	return ok
 }
 
 // waitGone polls until pid no longer runs.

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -80,7 +79,10 @@ func TestPlaywrightPerClientBrowsers(t *testing.T) {
 	if len(children) != 2 || children["task-alpha"] == children["task-beta"] {
 		t.Fatalf("per-client children = %v, want one per client", children)
 	}
-	alphaTree := descendants(children["task-alpha"])
+	var alphaTree []int
+	for _, c := range procTree(children["task-alpha"]) {
+		alphaTree = append(alphaTree, c.pid)
+	}
 	browsers := 0
 	for _, pid := range alphaTree {
 		if strings.Contains(cmdline(pid), "chromium") {
@@ -136,39 +138,6 @@ func perClientPIDs(t *testing.T, p *process) map[string]int {
 	for _, s := range h.Servers {
 		for _, c := range s.Connections {
 			out[c.Task] = c.PID
-		}
-	}
-	return out
-}
-
-// descendants lists every process below pid, from /proc.
-func descendants(pid int) []int {
-	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 1 {
-			ppid, _ := strconv.Atoi(fields[1])
-			children[ppid] = append(children[ppid], n)
-		}
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		q := queue[0]
-		queue = queue[1:]
-		for _, c := range children[q] {
-			out = append(out, c)
-			queue = append(queue, c)
 		}
 	}
 	return out
