@@ -113,6 +113,15 @@ func TestRefuse(t *testing.T) {
 		{"browser__scrape", ``, false},
 		{"code__run_python", `{"code": "open('https://huggingface.co/datasets/x')"}`, false}, // not a matching tool
 		{"search__google_search", `{"q": "site:huggingface.co/datasets/gaia answers"}`, true},
+		// Tabs and newlines that a WHATWG parser (browsers, Node, Python)
+		// drops, and C0 controls and spaces it trims.
+		{"fetch__fetch", `{"url": "https://hugging\nface.co/datasets/x"}`, true},
+		{"fetch__fetch", `{"url": "https://huggingface.co/data\tsets/x"}`, true},
+		{"fetch__fetch", `{"url": "https://huggingface.co\r\n/datasets/x"}`, true},
+		{"fetch__fetch", `{"url": "ht\ttps:/\n/hf.co/spa\r\nces/y"}`, true},
+		{"fetch__fetch", `{"url": "\u0000\u001f https://huggingface.co/datasets/x \u0001"}`, true},
+		{"fetch__fetch", `{"text": "please read https://hugging\nface.co/datasets/x now"}`, true},
+		{"fetch__fetch", `{"url": "https://huggingface.co/models\n/x"}`, false},
 	} {
 		res := r.Before(call(tt.tool, tt.args), env)
 		if (res != nil) != tt.refused {
