@@ -58,9 +58,11 @@ func (a *Aggregator) HTTPHandler(opts *HTTPOptions) http.Handler {
 
 // guard puts the checks every request passes in front of the routes:
 // Origin first, so that a foreign page learns nothing, not even whether it
-// would need a token; then the token, for everything but /healthz, which
-// stays open for probes (it shows states, with secrets masked) and gets the
-// go-sdk's Host check against DNS rebinding instead.
+// would need a token; then the Host, against DNS rebinding, on every path
+// (the go-sdk checks it on the profiles' handlers only, and a page whose
+// name was rebound to 127.0.0.1 must not read /metrics, nor learn the
+// profile names from a 404); then the token, for everything but /healthz,
+// which stays open for probes (it shows states, with secrets masked).
 func (a *Aggregator) guard(routes http.Handler, o *HTTPOptions) http.Handler {
 	authed := requireToken(o.Tokens, routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -68,11 +70,11 @@ func (a *Aggregator) guard(routes http.Handler, o *HTTPOptions) http.Handler {
 			forbidOrigin(w, r)
 			return
 		}
+		if rebindingHost(r) {
+			http.Error(w, fmt.Sprintf("403 forbidden: invalid Host header %q: this server listens on loopback and answers only to loopback names", r.Host), http.StatusForbidden)
+			return
+		}
 		if r.URL.Path == "/healthz" {
-			if rebindingHost(r) {
-				http.Error(w, fmt.Sprintf("403 forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
-				return
-			}
 			routes.ServeHTTP(w, r)
 			return
 		}
