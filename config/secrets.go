@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
 )
@@ -62,7 +61,7 @@ func (s *Server) Secrets() []string {
 // that failed to load, so that the secrets in it are masked too.
 func looseSecrets(data []byte, lookup LookupFunc) []string {
 	k := koanf.New(delim)
-	if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
+	if err := k.Load(rawbytes.Provider(data), yamlParser{}); err != nil {
 		return nil
 	}
 	srv := &Server{Env: map[string]string{}, Headers: map[string]string{}}
