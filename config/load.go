@@ -51,7 +51,7 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 	snap := &Snapshot{Dir: dir, Settings: DefaultSettings()}
 
 	if path, data, err := readSettingsFile(dir); err != nil {
-		snap.Errors = append(snap.Errors, &FileError{File: path, Err: err})
+		snap.Errors = append(snap.Errors, &FileError{File: path, Err: pathErr(err)})
 	} else if data != nil {
 		s, ferr := ParseSettings(path, data, lookup)
 		if ferr != nil {
@@ -70,9 +70,9 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 	}
 	byName := map[string]*Server{}
 	for _, path := range files {
-		data, err := os.ReadFile(path)
+		data, err := ReadFile(path)
 		if err != nil {
-			snap.Errors = append(snap.Errors, &FileError{File: path, Err: err})
+			snap.Errors = append(snap.Errors, &FileError{File: path, Err: pathErr(err)})
 			continue
 		}
 		srv, ferr := ParseServer(path, data, lookup)
@@ -105,7 +105,7 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 func readSettingsFile(dir string) (string, []byte, error) {
 	for _, name := range []string{SettingsFile, "mcpmux.yml"} {
 		path := filepath.Join(dir, name)
-		data, err := os.ReadFile(path)
+		data, err := ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -114,8 +114,10 @@ func readSettingsFile(dir string) (string, []byte, error) {
 	return "", nil, nil
 }
 
-// toolFiles lists the *.yaml and *.yml files of dir, sorted. Hidden files
-// (editor swap files, Kubernetes' ..data) are skipped; a missing dir is empty.
+// toolFiles lists the *.yaml and *.yml entries of dir, sorted. Hidden ones
+// (editor swap files, Kubernetes' ..data) are skipped; a missing dir is
+// empty. Entries that are not regular files (a FIFO, a directory, a symlink
+// to a device) are listed too, for ReadFile to refuse by name.
 func toolFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -128,9 +130,6 @@ func toolFiles(dir string) ([]string, error) {
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || !IsConfigFile(name) {
-			continue
-		}
-		if e.IsDir() {
 			continue
 		}
 		files = append(files, filepath.Join(dir, name))

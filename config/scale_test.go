@@ -43,7 +43,7 @@ func TestDecodeIsLinearInKeys(t *testing.T) {
 func BenchmarkParseManyKeys(b *testing.B) {
 	var short strings.Builder
 	short.WriteString("name: many\ntool_command: mcpmux\nenv:\n")
-	for i := 0; short.Len() < 1<<20-20; i++ {
+	for i := 0; short.Len() < MaxFileBytes-20; i++ {
 		fmt.Fprintf(&short, "  V%d: x\n", i)
 	}
 	for _, c := range []struct {
