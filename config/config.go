@@ -67,7 +67,13 @@ type Server struct {
 	// content, so that an unchanged file can be recognised on reload.
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
+
+	// interpolated are the values ${...} references gave, in any field:
+	// secrets wherever they end up (see Secrets).
+	interpolated []string
 }
+
+func (s *Server) addInterpolated(v string) { s.interpolated = append(s.interpolated, v) }
 
 // IsEnabled reports whether the server should run.
 func (s *Server) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }
@@ -215,6 +221,8 @@ type Settings struct {
 
 	// rules are Rewrite compiled by Validate.
 	rules *rewrite.Rules
+	// interpolated are the values ${...} references gave (see Secrets).
+	interpolated []string
 }
 
 // Meta tools, served by mcpmux itself when listed in meta_tools.

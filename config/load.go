@@ -147,7 +147,7 @@ func IsConfigFile(name string) bool {
 // for the default name (the file's stem).
 func ParseServer(path string, data []byte, lookup LookupFunc) (*Server, *FileError) {
 	var s Server
-	if ferr := decode(path, data, lookup, &s); ferr != nil {
+	if ferr := decode(path, data, lookup, &s, s.addInterpolated); ferr != nil {
 		return nil, ferr
 	}
 	s.normalize(stem(path))
@@ -162,7 +162,7 @@ func ParseServer(path string, data []byte, lookup LookupFunc) (*Server, *FileErr
 // ParseSettings decodes mcpmux.yaml.
 func ParseSettings(path string, data []byte, lookup LookupFunc) (*Settings, *FileError) {
 	var s Settings
-	if ferr := decode(path, data, lookup, &s); ferr != nil {
+	if ferr := decode(path, data, lookup, &s, func(v string) { s.interpolated = append(s.interpolated, v) }); ferr != nil {
 		return nil, ferr
 	}
 	s.normalize()
@@ -189,13 +189,14 @@ func hashOf(v any) string {
 // may contain dots, so use a byte that cannot appear in YAML keys we accept.
 const delim = "\x00"
 
-// decode parses YAML with koanf, expands ${...} in every string value, and
-// decodes strictly into out: unknown keys and wrong types are errors.
+// decode parses YAML with koanf, expands ${...} in every string value
+// (telling found each value substituted), and decodes strictly into out:
+// unknown keys and wrong types are errors.
 //
 // The parsed tree is expanded and decoded in one pass, in place: setting
 // each expanded value back into koanf (which re-merges its whole map on
 // every Set) made a file of 10 000 keys take a minute.
-func decode(path string, data []byte, lookup LookupFunc, out any) *FileError {
+func decode(path string, data []byte, lookup LookupFunc, out any, found func(string)) *FileError {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
@@ -204,7 +205,7 @@ func decode(path string, data []byte, lookup LookupFunc, out any) *FileError {
 		return &FileError{File: path, Line: yamlErrorLine(err), Err: fmt.Errorf("invalid YAML: %v", trimYAMLError(err))}
 	}
 	tree := k.Raw()
-	if ferr := expandTree(path, data, tree, nil, lookup); ferr != nil {
+	if ferr := expandTree(path, data, tree, nil, lookup, found); ferr != nil {
 		return ferr
 	}
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
@@ -225,16 +226,16 @@ func decode(path string, data []byte, lookup LookupFunc, out any) *FileError {
 // expandTree expands references in the values of a parsed map, in place,
 // keys in sorted order so that the first error is always the same one. at
 // is the key path of m; an error names the field and its line.
-func expandTree(path string, data []byte, m map[string]any, at []string, lookup LookupFunc) *FileError {
+func expandTree(path string, data []byte, m map[string]any, at []string, lookup LookupFunc, found func(string)) *FileError {
 	for _, key := range slices.Sorted(maps.Keys(m)) {
 		field := append(slices.Clip(at), key)
 		if sub, ok := m[key].(map[string]any); ok {
-			if ferr := expandTree(path, data, sub, field, lookup); ferr != nil {
+			if ferr := expandTree(path, data, sub, field, lookup, found); ferr != nil {
 				return ferr
 			}
 			continue
 		}
-		expanded, err := expandAll(m[key], lookup)
+		expanded, err := expandAll(m[key], lookup, found)
 		if err != nil {
 			return &FileError{File: path, Line: lineOfPath(data, field), Err: fmt.Errorf("%s: %v", strings.Join(field, "."), err)}
 		}
@@ -244,14 +245,14 @@ func expandTree(path string, data []byte, m map[string]any, at []string, lookup 
 }
 
 // expandAll expands references in every string inside v.
-func expandAll(v any, lookup LookupFunc) (any, error) {
+func expandAll(v any, lookup LookupFunc, found func(string)) (any, error) {
 	switch v := v.(type) {
 	case string:
-		return Expand(v, lookup)
+		return expand(v, lookup, found)
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			x, err := expandAll(e, lookup)
+			x, err := expandAll(e, lookup, found)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -261,7 +262,7 @@ func expandAll(v any, lookup LookupFunc) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for key, e := range v {
-			x, err := expandAll(e, lookup)
+			x, err := expandAll(e, lookup, found)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", key, err)
 			}

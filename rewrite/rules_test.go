@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 // seedRules are the two rules config/mcpmux.yaml ships, plus redaction
@@ -265,5 +267,25 @@ func TestTemplateKeepsTypes(t *testing.T) {
 	}
 	if names := tpl.names(); strings.Join(names, ",") != "n,obj" {
 		t.Errorf("names %v", names)
+	}
+}
+
+// A failed fallback's error, logged cut to 300 bytes, is masked first: a
+// secret across the cut does not show its first characters.
+func TestFallbackFailureLogIsMaskedBeforeTheCut(t *testing.T) {
+	const secret = "sk-Zq9f8e7d6c5b4a3210"
+	var out bytes.Buffer
+	m := &logs.Masker{}
+	m.Add(secret)
+	env := &Env{
+		Log: logs.Masked(slog.New(slog.NewTextHandler(&out, nil)), m),
+		Call: func(context.Context, string, json.RawMessage) *mcp.CallToolResult {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("e", 295) + secret}}}
+		},
+	}
+	failed := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "unhandled errors"}}}
+	mustCompile(t, seedRules).After(context.Background(), call("web__scrape", `{"url": "https://example.com"}`), failed, env)
+	if !strings.Contains(out.String(), "outcome=failed") || strings.Contains(out.String(), secret[:5]) {
+		t.Errorf("log:\n%s", out.String())
 	}
 }
