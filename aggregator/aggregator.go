@@ -60,10 +60,12 @@ type Aggregator struct {
 	catalog  *Catalog
 	profiles map[string]*profile
 
-	watched sync.Map // *mcp.ServerSession → struct{}: sessions whose end we wait for
-	subs    subscriptions
-	levels  logLevels
-	metrics *metrics.Metrics
+	watched  sync.Map // *mcp.ServerSession → struct{}: sessions whose per-client connections go when they end
+	ends     sessionEnds
+	sessions *sessionTracker
+	subs     subscriptions
+	levels   logLevels
+	metrics  *metrics.Metrics
 }
 
 // profile is one mcp.Server and the view it currently serves.
@@ -110,6 +112,7 @@ func New(opts *Options) *Aggregator {
 		metrics:     metrics.New(&metrics.Options{Servers: opts.Pool.Statuses}),
 	}
 	a.current.Store(settings)
+	a.sessions = newSessionTracker(a.current.Load, &a.ends)
 	a.mu.Lock()
 	a.syncProfilesLocked()
 	a.mu.Unlock()
@@ -127,6 +130,7 @@ func (a *Aggregator) SetSettings(s *config.Settings) {
 	defer a.mu.Unlock()
 	a.settings = s
 	a.current.Store(s)
+	a.sessions.rearm()
 	a.rebuildLocked()
 }
 
@@ -214,7 +218,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.routeMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.routeMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 

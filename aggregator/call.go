@@ -234,6 +234,7 @@ func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Du
 		lost        *upstream.LostError
 		rpc         *upstream.RPCError
 		stopped     *upstream.StoppedError
+		atLimit     *upstream.LimitError
 	)
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
@@ -242,6 +243,8 @@ func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Du
 		return toolError("Tool '%s' on server '%s' was cancelled by the client.", e.Tool, e.Server)
 	case errors.As(err, &stopped):
 		return toolError("Tool '%s' on server '%s' was cancelled: %v. It may or may not have taken effect.", e.Tool, e.Server, stopped)
+	case errors.As(err, &atLimit):
+		return toolError("Tool '%s' on server '%s' was not called: the server is at its limit of %d client connections (max_clients), each client session having its own, and this client has none yet. Try again when another client has finished, or use another tool.", e.Tool, e.Server, atLimit.Max)
 	case errors.As(err, &unavailable):
 		return toolError("Tool '%s' on server '%s' could not be called: the server is not running (%v). mcpmux restarts it automatically; try again shortly, or use another tool.", e.Tool, e.Server, unavailable.Err)
 	case errors.As(err, &lost):
@@ -282,12 +285,11 @@ func (a *Aggregator) clientID(ss *mcp.ServerSession) upstream.ClientID {
 		id = fmt.Sprintf("session-%p", ss)
 	}
 	if _, seen := a.watched.LoadOrStore(ss, struct{}{}); !seen {
-		go func() {
-			_ = ss.Wait()
+		a.ends.on(ss, func() {
 			a.watched.Delete(ss)
 			a.log.Info("client session ended", "session", id)
 			a.pool.ReleaseClient(upstream.ClientID(id))
-		}()
+		})
 	}
 	return upstream.ClientID(id)
 }

@@ -699,6 +699,10 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*
 				return nil, ctx.Err()
 			}
 		}
+		if max := s.cfg.MaxClients; max > 0 && len(s.clients)+len(s.dialing) >= max {
+			s.mu.Unlock()
+			return nil, &LimitError{Server: s.cfg.Name, Max: max}
+		}
 		wait := make(chan struct{})
 		s.dialing[id] = wait
 		s.mu.Unlock()
