@@ -74,7 +74,7 @@ func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequ
 		Params: &mcp.CallToolParams{
 			Name:      e.Tool,
 			Arguments: args,
-			Meta:      forwardMeta(req.Params.Meta, task),
+			Meta:      withRefusals(forwardMeta(req.Params.Meta, task), a.current.Load().Rules(), e),
 		},
 		Progress: progressTo(ctx, req),
 	}
@@ -205,11 +205,12 @@ var hopMeta = map[string]bool{
 }
 
 // forwardMeta copies the client's _meta for the downstream call, without
-// the hop-by-hop keys, and with the caller's task.
+// the hop-by-hop keys and the refusals (which only mcpmux sets: see
+// withRefusals), and with the caller's task.
 func forwardMeta(m mcp.Meta, task string) mcp.Meta {
 	var out mcp.Meta
 	for k, v := range m {
-		if hopMeta[k] {
+		if hopMeta[k] || k == rewrite.RefusalsMetaKey {
 			continue
 		}
 		if out == nil {
@@ -224,6 +225,24 @@ func forwardMeta(m mcp.Meta, task string) mcp.Meta {
 		out[taskMetaKey] = task
 	}
 	return out
+}
+
+// withRefusals adds to a downstream call's _meta the refusals of the rules
+// that apply to the call of e (rewrite.RefusalsMetaKey), so that a server
+// that fetches pages, such as the built-in fetch engine, holds every page
+// it reads (a redirect's target too) to the rules that checked the
+// arguments. The client's own value of that key never reaches the server
+// (forwardMeta drops it): an agent cannot take rules away.
+func withRefusals(meta mcp.Meta, rules *rewrite.Rules, e *Entry) mcp.Meta {
+	refusals := rules.Refusals(&rewrite.Call{Name: e.Name, Server: e.Server, Tool: e.Tool})
+	if len(refusals) == 0 {
+		return meta
+	}
+	if meta == nil {
+		meta = mcp.Meta{}
+	}
+	meta[rewrite.RefusalsMetaKey] = refusals
+	return meta
 }
 
 // callFailure turns an error of an upstream call into the result the

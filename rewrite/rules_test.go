@@ -289,3 +289,41 @@ func TestFallbackFailureLogIsMaskedBeforeTheCut(t *testing.T) {
 		t.Errorf("log:\n%s", out.String())
 	}
 }
+
+// Refusals lists the refusals of the rules matching a call, which a
+// URLBlocker built from them applies to single URLs as the rules apply to
+// arguments.
+func TestRefusalsAndURLBlocker(t *testing.T) {
+	r := mustCompile(t, seedRules)
+	if got := r.Refusals(call("files__read", `{}`)); got != nil {
+		t.Errorf("refusals of a tool no rule names: %v", got)
+	}
+	got := r.Refusals(call("fetch__fetch", `{}`))
+	if len(got) != 1 || got[0].Rule != "no-benchmark-answers" || len(got[0].BlockURLs) != 2 || !strings.HasPrefix(got[0].Message, "You are trying") {
+		t.Fatalf("refusals of fetch__fetch: %+v", got)
+	}
+	b, err := NewURLBlocker(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, blocked := range map[string]bool{
+		"https://huggingface.co/datasets/x":                      true,
+		"https://HF.co/./spaces/y":                               true,
+		"https://hugging\nface.co/datasets/x":                    true,
+		"https://r.jina.ai/https://huggingface.co/datasets/x":    true,
+		"https://a.example/?u=https%3A%2F%2Fhf.co%2Fdatasets%2F": true,
+		"https://huggingface.co/models/x":                        false,
+		"https://example.com/datasets/x":                         false,
+	} {
+		if got := b.Blocked(u) != nil; got != blocked {
+			t.Errorf("Blocked(%q) = %v, want %v", u, got, blocked)
+		}
+	}
+	if _, err := NewURLBlocker([]Refusal{{Rule: "bad", BlockURLs: []string{"/no-host"}}}); err == nil || !strings.Contains(err.Error(), `rule "bad"`) {
+		t.Errorf("a bad pattern: %v", err)
+	}
+	var none *URLBlocker
+	if none.Blocked("https://huggingface.co/datasets/x") != nil {
+		t.Error("a nil blocker blocked")
+	}
+}
