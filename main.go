@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/internal/reaper"
 )
 
 func main() {
@@ -52,6 +53,9 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"healthcheck": healthcheckCmd,
 	// The built-in fetch tool (fetchserver.go), run as a tool server.
 	"fetch-server": fetchServerCmd,
+	// Not for users: the process that ends the children's process groups
+	// should mcpmux be killed (internal/reaper).
+	reaper.Command: func(_ []string, _, stderr io.Writer) int { return reaper.Run(os.Stdin, stderr) },
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

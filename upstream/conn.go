@@ -45,6 +45,7 @@ type conn struct {
 	cancel  context.CancelFunc // ends the context the session was opened with
 	pid     int                // process group of a stdio child; 0 for remote servers
 	cmd     *exec.Cmd          // the stdio child; nil for remote servers
+	groups  GroupTracker       // told when the child's group has ended; may be nil
 	limit   limiter            // max_concurrency of a per-client connection
 	started time.Time
 	task    string // task id the connection was opened for (per-client)
@@ -119,15 +120,17 @@ func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := client.Connect(ctx, countTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, c.gate), sessOpts)
+	child := &childTransport{CommandTransport: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, groups: srv.opts.Groups}
+	cs, err := client.Connect(ctx, countTransport(child, c.gate), sessOpts)
 	stderr.started()
 	if cmd.Process != nil {
 		c.pid = cmd.Process.Pid
 	}
+	c.groups = srv.opts.Groups
 	if err != nil {
 		// Connect has closed the session, which waits for the child; make
 		// sure nothing else of its process group survives.
-		killGroup(c.pid, 0)
+		c.endGroup(0)
 		if ctx.Err() != nil {
 			err = fmt.Errorf("no answer to initialize within %v (is it an MCP server on stdio? a program that prints to stdout before speaking MCP cannot be used): %w", srv.connectTimeout(), err)
 		}
@@ -237,7 +240,10 @@ func (srv *Server) command(task string) (*exec.Cmd, *childStderr, error) {
 	}()
 	cmd.Stderr = w
 	// Own process group, so that shutdown reaches an npx wrapper's child
-	// too; and die with us if we are killed without a chance to clean up.
+	// too; and die with us if we are killed without a chance to clean up
+	// (the rest of the group is the reaper's job: see internal/reaper).
+	// The kernel sends Pdeathsig when the thread that forked exits, not the
+	// process: childTransport forks on a thread that never exits.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A grandchild holding stderr open must not block Wait forever.
 	cmd.WaitDelay = killGrace
@@ -442,9 +448,18 @@ func (c *conn) close() {
 	case <-done:
 	case <-time.After(terminateGrace + killGrace):
 	}
-	killGroup(c.pid, killGrace)
+	c.endGroup(killGrace)
 	if c.cancel != nil {
 		c.cancel()
+	}
+}
+
+// endGroup terminates the child's process group (see killGroup) and then
+// tells the tracker it has ended.
+func (c *conn) endGroup(grace time.Duration) {
+	killGroup(c.pid, grace)
+	if c.groups != nil && c.pid > 0 {
+		c.groups.Untrack(c.pid)
 	}
 }
 
