@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/mcpmux/mcpmux/config"
 )
@@ -204,6 +204,31 @@ type childStderr struct {
 	copied chan struct{} // closed when every writer has closed the pipe
 }
 
+// stderrChunk is how much of a child's stderr is read at once, and the
+// size asked for its pipe: a child that floods stderr costs mcpmux one read
+// per stderrChunk (the default pipe holds 64 KiB, and io.Copy reads 32).
+const stderrChunk = 256 << 10
+
+// drain reads the child's stderr into the line logger until every writer
+// has closed it.
+func (e *childStderr) drain(r *os.File) {
+	defer close(e.copied)
+	defer r.Close()
+	if rc, err := r.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, stderrChunk) }) // best effort
+	}
+	buf := make([]byte, stderrChunk)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			_, _ = e.lineLogger.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 // started closes mcpmux's copy of the child's end, so that the pipe ends
 // when the child's process group does.
 func (e *childStderr) started() { _ = e.w.Close() }
@@ -233,11 +258,7 @@ func (srv *Server) command(task string) (*exec.Cmd, *childStderr, error) {
 		return nil, nil, fmt.Errorf("creating the stderr pipe: %w", err)
 	}
 	stderr := &childStderr{lineLogger: newLineLogger(srv.log, "stderr"), w: w, copied: make(chan struct{})}
-	go func() {
-		defer close(stderr.copied)
-		_, _ = io.Copy(stderr.lineLogger, r)
-		_ = r.Close()
-	}()
+	go stderr.drain(r)
 	cmd.Stderr = w
 	// Own process group, so that shutdown reaches an npx wrapper's child
 	// too; and die with us if we are killed without a chance to clean up

@@ -35,8 +35,9 @@ type lineLogger struct {
 	stream string
 
 	mu       sync.Mutex
-	buf      []byte // the line being written, up to maxPendingBytes
-	overlong bool   // the line being written was cut: drop it up to its end
+	now      time.Time // of the Write being handled
+	buf      []byte    // the line being written, up to maxPendingBytes
+	overlong bool      // the line being written was cut: drop it up to its end
 	window   time.Time
 	lines    int
 	dropped  int
@@ -52,6 +53,10 @@ func newLineLogger(log *slog.Logger, stream string) *lineLogger {
 func (l *lineLogger) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// One clock read per chunk, not per line: reading the clock can be a
+	// system call (in VMs without a vDSO clock), and was most of what a
+	// flood cost.
+	l.now = time.Now()
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -121,12 +126,11 @@ func (l *lineLogger) emit(line []byte) {
 	l.tail[l.next] = append(l.tail[l.next][:0], line...)
 	l.next = (l.next + 1) % tailLines
 	l.kept = min(l.kept+1, tailLines)
-	now := time.Now()
-	if now.Sub(l.window) >= time.Second {
+	if l.now.Sub(l.window) >= time.Second {
 		if l.dropped > 0 {
 			l.log.Warn("child wrote too much to "+l.stream+"; lines dropped", "dropped", l.dropped)
 		}
-		l.window, l.lines, l.dropped = now, 0, 0
+		l.window, l.lines, l.dropped = l.now, 0, 0
 	}
 	if l.lines >= maxLinesPerSec {
 		l.dropped++
