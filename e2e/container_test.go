@@ -19,13 +19,13 @@ import (
 	"time"
 )
 
-// Containers of the built images, run with buildah. scripts/image-test.sh
-// builds the images and points buildah at their storage
-// (CONTAINERS_STORAGE_CONF) and at chroot isolation (BUILDAH_ISOLATION):
-// a container then has no namespaces of its own, so it shares this
-// machine's network (tests reach it on loopback, and it reaches their
-// pages) and its process table (tests see its processes in /proc and tell
-// them apart by their root directory).
+// Containers of the built images, run with buildah as root.
+// scripts/image-test.sh builds the images and points buildah at their
+// storage (CONTAINERS_STORAGE_CONF). A container runs with chroot
+// isolation: it has no namespaces of its own, so it shares this machine's
+// network (tests reach it on loopback, and it reaches their pages) and its
+// process table (tests see its processes in /proc and tell them apart by
+// their root directory).
 
 // imageUnderTest returns the image the environment variable names, or
 // skips the test.
@@ -101,7 +101,9 @@ func buildah(t *testing.T, args ...string) string {
 // as the image's user, in its working directory, with its environment
 // plus env. volumes are bind mounts, "HOST:CONTAINER[:ro]".
 func (c *container) command(ctx context.Context, env, volumes []string, argv ...string) *exec.Cmd {
-	args := []string{"run"}
+	// Without a PID namespace the full image's tini is not PID 1; as a
+	// subreaper it still inherits the orphans it would reap there.
+	args := []string{"run", "--isolation", "chroot", "--env", "TINI_SUBREAPER=1"}
 	for _, kv := range env {
 		args = append(args, "--env", kv)
 	}
@@ -251,11 +253,8 @@ func (c *container) serve(t *testing.T, token string, volumes ...string) *served
 	}
 	cmd[i+1] = net.JoinHostPort(host, "0")
 
-	// Without a PID namespace tini is not PID 1; as a subreaper it still
-	// inherits the orphans it would reap there.
-	env := []string{"MCPMUX_TOKEN=" + token, "TINI_SUBREAPER=1"}
 	s := &served{c: c, logs: newLogBuffer(), exited: make(chan struct{})}
-	s.cmd = c.command(context.Background(), env, volumes, append(slices.Clone(c.spec.Entrypoint), cmd...)...)
+	s.cmd = c.command(context.Background(), []string{"MCPMUX_TOKEN=" + token}, volumes, append(slices.Clone(c.spec.Entrypoint), cmd...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@
 # The bases, the build's layer cache and the images are kept in
 # $MCPMUX_IMAGE_CACHE (default /var/cache/mcpmux-image-test), a container
 # storage of its own; a run holds its lock. Remove the directory for a
-# cold run; a base is remade when its recipe or inputs change.
+# cold run; a base is remade when its recipe or inputs change, and weekly.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
@@ -107,7 +107,7 @@ make_debian() {
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
-    --customize-hook='cp -a /usr/local/share/ca-certificates/. "$1/usr/local/share/ca-certificates/"' \
+    --customize-hook='[ ! -d /usr/local/share/ca-certificates ] || cp -a /usr/local/share/ca-certificates/. "$1/usr/local/share/ca-certificates/"' \
     --customize-hook='chroot "$1" update-ca-certificates' \
     bookworm "$tar"
   ctr=$(buildah from scratch)
@@ -131,8 +131,8 @@ make_golang() {
 }
 
 # node:24-bookworm-slim: Node.js and npm where the node image has them,
-# and its user node (1000). NODE_EXTRA_CA_CERTS, when this machine sets
-# it, points Node.js at the certificates make_debian added.
+# and its user node (1000). NODE_EXTRA_CA_CERTS makes Node.js trust what
+# the machine trusts (make_debian's bundle), not only its built-in CAs.
 make_node() {
   local pkgs ctr
   pkgs=$(mktemp -d)
@@ -148,8 +148,7 @@ make_node() {
     groupadd --gid 1000 node
     useradd --uid 1000 --gid node --shell /bin/bash --create-home node
     echo "node $(node --version), npm $(npm --version)"'
-  [ -z "${NODE_EXTRA_CA_CERTS:-}" ] || buildah config --env NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt "$ctr"
-  buildah config --cmd node "$ctr"
+  buildah config --env NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt --cmd node "$ctr"
   buildah commit -q --rm "$ctr" "$1"
 }
 
@@ -181,11 +180,13 @@ base() { # base NAME TAG-PREFIX MAKER: the current tag of a base, made if missin
 }
 
 step "base images (stand-ins for GO_IMAGE, NODE_IMAGE, SLIM_IMAGE)"
-inputs=$(cat /usr/local/share/ca-certificates/* 2>/dev/null || true)
+# The week is an input: the bases, and the full image's apt layer on top,
+# take in Debian's updates once a week.
+inputs="$(date -u +%G-W%V) $(cat /usr/local/share/ca-certificates/* 2>/dev/null || true)"
 debian=$(base debian bookworm make_debian)
 inputs="$debian $(go env GOROOT GOVERSION)"
 golang=$(base golang "$(go env GOVERSION | sed 's/^go//')-bookworm" make_golang)
-inputs="$debian ${NODE_EXTRA_CA_CERTS:+extra-ca} $(cat scripts/image-test/package-lock.json)"
+inputs="$debian $(cat scripts/image-test/package-lock.json)"
 node=$(base node 24-bookworm-slim make_node)
 inputs=$debian
 static=$(base static nonroot make_static)
