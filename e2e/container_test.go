@@ -41,7 +41,6 @@ func imageUnderTest(t *testing.T, env string) string {
 // imageSpec is what docker run takes from an image's config.
 type imageSpec struct {
 	User        string
-	Env         []string
 	Entrypoint  []string
 	Cmd         []string
 	Healthcheck *struct{ Test []string }
