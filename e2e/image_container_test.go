@@ -65,7 +65,7 @@ func TestImageContainerSlim(t *testing.T) {
 		checkUnhealthy(t, s)
 	})
 
-	// The README's way to change the config: mount a directory over
+	// The documented way to change the config: mount a directory over
 	// /config. This one lets the fetch tool read loopback pages.
 	t.Run("mounted config", func(t *testing.T) {
 		c := newContainer(t, image)

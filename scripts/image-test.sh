@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Dockerfile's two images for real and runs them, without a
-# Docker engine and without an image registry (README, "Docker"):
+# Docker engine and without an image registry (docs/operations.md, "The image test"):
 #
 #   bash scripts/image-test.sh
 #
