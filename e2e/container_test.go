@@ -175,10 +175,11 @@ func (c *container) processes() []containerProc {
 			continue
 		}
 		p, ok := readProc(pid)
-		if !ok {
+		uids := procUIDs(pid)
+		if !ok || len(uids) == 0 { // gone meanwhile
 			continue
 		}
-		out = append(out, containerProc{pid: pid, ppid: p.ppid, uids: procUIDs(pid), cmdline: cmdline(pid)})
+		out = append(out, containerProc{pid: pid, ppid: p.ppid, uids: uids, cmdline: cmdline(pid)})
 	}
 	return out
 }
@@ -217,7 +218,7 @@ func (c *container) checkRunsAs(t *testing.T, uid int) []containerProc {
 		t.Fatal("no process runs in the container")
 	}
 	for _, p := range procs {
-		if len(p.uids) == 0 || slices.ContainsFunc(p.uids, func(u int) bool { return u != uid }) {
+		if slices.ContainsFunc(p.uids, func(u int) bool { return u != uid }) {
 			t.Errorf("process %d (%s) runs as user %v, want %d", p.pid, p.cmdline, p.uids, uid)
 		}
 	}
