@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Dockerfile's two images for real and runs them, without a
-# Docker engine and without an image registry (docs/operations.md, "The image test"):
+# Docker engine and without an image registry (docs/operations.md, "The
+# image test"):
 #
 #   bash scripts/image-test.sh
 #
@@ -12,7 +13,7 @@
 #      SLIM_IMAGE  nothing but CA certificates, passwd and group, user 65532
 # 2. buildah bud builds the unchanged Dockerfile's targets into
 #    localhost/mcpmux:slim and localhost/mcpmux:full.
-# 3. go test (e2e/container_test.go) runs them with buildah run: slim
+# 3. go test (e2e/image_container_test.go) runs them with buildah run: slim
 #    serves /healthz and the fetch tool with a token, full serves the
 #    shipped config and its browser opens a page; both as non-root, with a
 #    healthy HEALTHCHECK, refusing to start without a token, leaving no
