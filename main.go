@@ -53,12 +53,14 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"healthcheck": healthcheckCmd,
 	// The built-in fetch tool (fetchserver.go), run as a tool server.
 	"fetch-server": fetchServerCmd,
-	// Not for users: the process that ends the children's process groups
-	// should mcpmux be killed (internal/reaper).
-	reaper.Command: func(_ []string, _, stderr io.Writer) int { return reaper.Run(os.Stdin, stderr) },
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == reaper.Command {
+		// Not a command for users: the process a serving mcpmux starts to
+		// end its children's process groups should it be killed.
+		return reaper.Run(os.Stdin, stderr)
+	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		if args[0] == "help" {
 			usage(stdout)
