@@ -66,3 +66,43 @@ func TestStalledBodiesAreCutOff(t *testing.T) {
 		t.Fatal("the waiting client was never served")
 	}
 }
+
+// Through the binary: a foreign Host (DNS rebinding) gets 403 on
+// /metrics and on an unknown profile, without the profile names; an
+// HTTP/1.0 probe without any Host (HAProxy's default health check) gets
+// /healthz.
+func TestHostCheckOnEveryPath(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"mcpmux.yaml":    "profiles:\n  secret-profile: {tool_config: [echo]}\n",
+		"tool/echo.yaml": fixture("echo", "echo"),
+	})
+	p := startHTTP(t, dir)
+	for _, path := range []string{"/metrics", "/mcp/nope", "/healthz"} {
+		req, _ := http.NewRequest("GET", p.url+path, nil)
+		req.Host = "rebound.example:80"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(t, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || strings.Contains(body, "secret-profile") {
+			t.Errorf("GET %s under a foreign Host: %d %.200q, want 403", path, resp.StatusCode, body)
+		}
+	}
+	c, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "GET /healthz HTTP/1.0\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(testTimeout))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"status"`) {
+		t.Errorf("HTTP/1.0 /healthz without a Host: %d %q", resp.StatusCode, body)
+	}
+}
