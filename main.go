@@ -35,6 +35,12 @@ func main() {
 	// the Go runtime killing us with SIGPIPE. Notify, not Ignore: an ignored
 	// signal would be inherited by every tool server we start.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	if len(os.Args) == 2 && os.Args[1] == reaper.Command {
+		// Not a command for users: the process a serving mcpmux starts to
+		// end its children's process groups should it be killed. Before
+		// the profiles, which are mcpmux's own (MCPMUX_CPUPROFILE).
+		os.Exit(reaper.Run(os.Stdin, os.Stderr))
+	}
 	tuneGC()
 	stopProfiles := startProfiles()
 	code := run(os.Args[1:], os.Stdout, os.Stderr)
@@ -56,11 +62,6 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 1 && args[0] == reaper.Command {
-		// Not a command for users: the process a serving mcpmux starts to
-		// end its children's process groups should it be killed.
-		return reaper.Run(os.Stdin, stderr)
-	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		if args[0] == "help" {
 			usage(stdout)

@@ -104,7 +104,9 @@ func (t *sessionTracker) begin(id string) (end func()) {
 	return sync.OnceFunc(func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		if s.open--; s.open == 0 {
+		// A session that ended meanwhile (a DELETE) keeps no timer, nor
+		// with it the session, alive.
+		if s.open--; s.open == 0 && t.sessions[id] == s {
 			s.idleSince = time.Now()
 			s.timer.Reset(t.settings().SessionTimeout)
 		}
