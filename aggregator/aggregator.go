@@ -151,7 +151,7 @@ func (a *Aggregator) rebuildLocked() {
 	for _, s := range a.pool.Servers() {
 		f := s.Features()
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
-			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates})
+			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions})
 	}
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
 	// Servers added by a reload get the clients' log level too.
@@ -214,7 +214,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.routeMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.listMiddleware(p), a.routeMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 
@@ -297,18 +297,15 @@ func (a *Aggregator) profile(name string) *profile {
 	return a.profiles[name]
 }
 
-// Tools returns the entries a profile lists, sorted by exposed name; ok is
-// false if the profile does not exist.
+// Tools returns the entries a profile lists, in list order (servers in
+// config order, each server's tools in its order, then the meta tools); ok
+// is false if the profile does not exist.
 func (a *Aggregator) Tools(profileName string) (entries []*Entry, ok bool) {
 	p := a.profile(profileName)
 	if p == nil {
 		return nil, false
 	}
-	v := p.view.Load()
-	for _, name := range sortedKeys(v.visible) {
-		entries = append(entries, v.visible[name])
-	}
-	return entries, true
+	return slices.Clone(p.view.Load().toolList), true
 }
 
 // RunStdio serves the profile over stdin/stdout until the client leaves

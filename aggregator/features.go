@@ -77,11 +77,25 @@ func guard(f func(), onErr func(error)) (err error) {
 
 // request builds the upstream request context of a client request.
 func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, task string) upstream.Request {
-	r := upstream.Request{Task: task, Caller: newCaller(ctx, ss)}
+	r := upstream.Request{Task: task, Caller: newCaller(ctx, ss), Features: sessionFeatures(ss)}
 	if srv.Config().PerClient() {
 		r.Client = a.clientID(ss)
 	}
 	return r
+}
+
+// sessionFeatures are the capabilities a client session declared; a
+// request without a session (none in practice) is treated as declaring
+// everything, as mcpmux did before it looked.
+func sessionFeatures(ss *mcp.ServerSession) upstream.ClientFeatures {
+	if ss == nil {
+		return upstream.AllFeatures
+	}
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil {
+		return upstream.ClientFeatures{}
+	}
+	return upstream.FeaturesOf(p.Capabilities)
 }
 
 // rpcError turns an upstream failure into the JSON-RPC error a client

@@ -122,6 +122,7 @@ type Server struct {
 	limit    limiter       // max_concurrency of a shared server; nil: unlimited
 	cur      *conn         // the shared connection while up
 	features Features      // last known lists; kept while restarting
+	probes   toolProbes    // what the server lists to clients with fewer features
 	clients  map[ClientID]*conn
 	dialing  map[ClientID]chan struct{}
 	logLevel mcp.LoggingLevel // the clients' lowest logging/setLevel; "" until one sets it
@@ -345,6 +346,7 @@ func (s *Server) failed(err error) (withdrawn bool) {
 	s.setState(StateFailed, err)
 	if s.failures == withdrawAfter && !s.features.same(Features{}) {
 		s.features = Features{}
+		s.probes.reset()
 		return true
 	}
 	return false
@@ -360,7 +362,7 @@ func connLostError(err error) error {
 
 // connectAndList dials and fetches the lists.
 func (s *Server) connectAndList() (*conn, Features, error) {
-	c, err := s.dial(s.ctx, "")
+	c, err := s.dial(s.ctx, "", AllFeatures)
 	if err != nil {
 		return nil, Features{}, err
 	}
@@ -387,6 +389,8 @@ func (s *Server) setUp(c *conn, f Features) bool {
 	s.cur = c
 	changed := !s.features.same(f)
 	s.features = f
+	// A new connection may list differently to a probe than the last one.
+	s.probes.reset()
 	s.failures = 0
 	s.setState(StateUp, nil)
 	s.mu.Unlock()
@@ -423,6 +427,7 @@ func (s *Server) refreshLoop(c *conn) {
 		changed := s.cur == c && !s.features.same(f)
 		if changed {
 			s.features = f
+			s.probes.reset()
 		}
 		s.mu.Unlock()
 		if changed {
@@ -449,6 +454,10 @@ type Request struct {
 	Client ClientID // caller's session, for per-client servers
 	Task   string   // caller's task id, for the environment of a per-client child
 	Caller Caller   // receives the server's requests and logs meanwhile; may be nil
+	// Features are the caller's capabilities, which its own connection to a
+	// per-client server declares; the zero value declares none (use
+	// AllFeatures for a caller without known capabilities).
+	Features ClientFeatures
 }
 
 // CallParams is one tool call for a server.
@@ -534,7 +543,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, progress func(con
 		}
 		defer free()
 	}
-	c, err := s.acquire(ctx, r.Client, r.Task)
+	c, err := s.acquire(ctx, r)
 	if err != nil {
 		return zero, err
 	}
@@ -623,9 +632,9 @@ func isClosed(c *conn) bool {
 }
 
 // acquire returns a connection for a call, registered as in flight.
-func (s *Server) acquire(ctx context.Context, client ClientID, task string) (*conn, error) {
+func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
 	if s.cfg.PerClient() {
-		return s.acquireClient(ctx, client, task)
+		return s.acquireClient(ctx, r.Client, r.Task, r.Features)
 	}
 	var patience <-chan time.Time // started at the first wait for a restart
 	for {
@@ -675,8 +684,9 @@ var (
 	errRetired      = errors.New("the server was removed or changed by a config reload")
 )
 
-// acquireClient returns the caller's own connection, opening it on first use.
-func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*conn, error) {
+// acquireClient returns the caller's own connection, opening it on first
+// use with the caller's features.
+func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f ClientFeatures) (*conn, error) {
 	for {
 		s.mu.Lock()
 		if s.state == StateStopped {
@@ -703,7 +713,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*
 		s.dialing[id] = wait
 		s.mu.Unlock()
 
-		c, err := s.dial(s.ctx, task)
+		c, err := s.dial(s.ctx, task, f)
 		if err == nil {
 			s.applyLogLevel(ctx, c)
 		}
