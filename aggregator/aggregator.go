@@ -214,7 +214,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.listMiddleware(p), a.routeMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.routeMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 
