@@ -151,7 +151,7 @@ func (a *Aggregator) rebuildLocked() {
 	for _, s := range a.pool.Servers() {
 		f := s.Features()
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
-			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions})
+			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe})
 	}
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
 	// Servers added by a reload get the clients' log level too.
@@ -214,7 +214,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.routeMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.routeMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 

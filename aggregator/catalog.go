@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,6 +21,18 @@ type ServerFeatures struct {
 	Templates []*mcp.ResourceTemplate
 	// Instructions are the server's instructions for the model; "" if none.
 	Instructions string
+	// Subscribe reports whether the server supports resources/subscribe.
+	Subscribe bool
+}
+
+// serverRoutes is what routing needs to know of a server beyond its items:
+// where to send a URI or a name that no listed item has.
+type serverRoutes struct {
+	name, prefix string
+	subscribe    bool     // supports resources/subscribe
+	resources    bool     // lists resources or templates, or takes subscriptions
+	prompts      bool     // lists prompts
+	uriPrefixes  []string // listed URIs, and the literal heads of its templates
 }
 
 // ServerInstructions are one server's instructions, merged into mcpmux's.
@@ -83,6 +96,7 @@ type Catalog struct {
 	// Instructions are each server's instructions, servers in config
 	// order; servers without any are left out.
 	Instructions []ServerInstructions
+	routes       []serverRoutes // servers in config order
 
 	// encoded holds each listed tool's encodings, by the server's
 	// definition (whose lists are never modified), for the next build.
@@ -146,6 +160,7 @@ func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalo
 		if s.Instructions != "" {
 			c.Instructions = append(c.Instructions, ServerInstructions{Server: s.Name, Prefix: s.Prefix, Text: s.Instructions})
 		}
+		c.routes = append(c.routes, routesOf(s))
 	}
 	servers = slices.Clone(servers)
 	// Prefixed servers first, so that bare names lose any clash.
@@ -196,6 +211,27 @@ func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalo
 	slices.SortFunc(c.entries, func(a, b *Entry) int { return a.order.compare(b.order) })
 	c.indexPromptsAndResources(servers, rank, maxLen)
 	return c
+}
+
+// routesOf collects what routing needs of a server.
+func routesOf(s ServerFeatures) serverRoutes {
+	r := serverRoutes{name: s.Name, prefix: s.Prefix, subscribe: s.Subscribe, prompts: len(s.Prompts) > 0,
+		resources: s.Subscribe || len(s.Resources)+len(s.Templates) > 0}
+	for _, res := range s.Resources {
+		if res != nil && res.URI != "" {
+			r.uriPrefixes = append(r.uriPrefixes, res.URI)
+		}
+	}
+	for _, t := range s.Templates {
+		if t == nil {
+			continue
+		}
+		head, _, _ := strings.Cut(t.URITemplate, "{")
+		if head != "" {
+			r.uriPrefixes = append(r.uriPrefixes, head)
+		}
+	}
+	return r
 }
 
 // URIPrefix starts the exposed URI of a resource whose URI more than one

@@ -591,7 +591,7 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
-		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message}
+		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
 	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		// The HTTP server forgot our session (it restarted): reconnect. No
