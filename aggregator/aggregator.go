@@ -60,7 +60,8 @@ type Aggregator struct {
 	catalog  *Catalog
 	profiles map[string]*profile
 
-	watched sync.Map // *mcp.ServerSession → struct{}: sessions whose end we wait for
+	events  *mcp.MemoryEventStore // for HTTP clients to resume dropped streams
+	watched sync.Map              // *mcp.ServerSession → struct{}: sessions whose end we wait for
 	subs    subscriptions
 	levels  logLevels
 	metrics *metrics.Metrics
@@ -108,7 +109,9 @@ func New(opts *Options) *Aggregator {
 		profiles:    map[string]*profile{},
 		subs:        subscriptions{n: map[string]int{}},
 		metrics:     metrics.New(&metrics.Options{Servers: opts.Pool.Statuses}),
+		events:      mcp.NewMemoryEventStore(nil),
 	}
+	a.events.SetMaxBytes(eventStoreBytes(settings))
 	a.current.Store(settings)
 	a.mu.Lock()
 	a.syncProfilesLocked()
@@ -127,6 +130,7 @@ func (a *Aggregator) SetSettings(s *config.Settings) {
 	defer a.mu.Unlock()
 	a.settings = s
 	a.current.Store(s)
+	a.events.SetMaxBytes(eventStoreBytes(s))
 	a.rebuildLocked()
 }
 

@@ -72,6 +72,15 @@ func (c *conn) begin(token string, r *inflight) func() {
 	}
 }
 
+// detach takes the caller off a running request: it can no longer be
+// reached for it (see CallParams.StreamClosed), so what the server asks
+// meanwhile is not its to answer.
+func (c *conn) detach(r *inflight) {
+	c.mu.Lock()
+	r.caller = nil
+	c.mu.Unlock()
+}
+
 // progressLinger is how long a finished request's progress token is still
 // routed.
 const progressLinger = 2 * time.Second

@@ -467,12 +467,25 @@ type CallParams struct {
 	// Progress, if set, receives the server's progress notifications for
 	// the call (with mcpmux's token; the caller maps it back).
 	Progress func(context.Context, *mcp.ProgressNotificationParams)
+	// StreamClosed, if set, is called when a Streamable HTTP server closed
+	// the call's response stream before answering and mcpmux reconnects to
+	// resume it, with the retry delay the server asked for (see resume.go).
+	// It returns whether the caller can no longer be reached for this call
+	// (its own stream closed for good): the server's requests during the
+	// rest of the call are then not its.
+	StreamClosed func(retry time.Duration) (unreachable bool)
+}
+
+// hooks are what a request's caller wants to hear about while it runs.
+type hooks struct {
+	progress     func(context.Context, *mcp.ProgressNotificationParams)
+	streamClosed func(retry time.Duration) (unreachable bool)
 }
 
 // CallTool calls a tool on the server. Errors are of the types in errors.go
 // or the context's error; a tool's own failure is a result with IsError.
 func (s *Server) CallTool(ctx context.Context, p CallParams) (*mcp.CallToolResult, error) {
-	return run(ctx, s, p.Request, p.Progress, func(ctx context.Context, cs *mcp.ClientSession, token string) (*mcp.CallToolResult, error) {
+	return run(ctx, s, p.Request, hooks{p.Progress, p.StreamClosed}, func(ctx context.Context, cs *mcp.ClientSession, token string) (*mcp.CallToolResult, error) {
 		params := *p.Params
 		if p.Progress != nil {
 			params.Meta = withProgressToken(params.Meta, token)
@@ -483,21 +496,21 @@ func (s *Server) CallTool(ctx context.Context, p CallParams) (*mcp.CallToolResul
 
 // GetPrompt gets a prompt from the server.
 func (s *Server) GetPrompt(ctx context.Context, r Request, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
-	return run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.GetPromptResult, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.GetPromptResult, error) {
 		return cs.GetPrompt(ctx, p)
 	})
 }
 
 // ReadResource reads a resource from the server.
 func (s *Server) ReadResource(ctx context.Context, r Request, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
-	return run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.ReadResourceResult, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.ReadResourceResult, error) {
 		return cs.ReadResource(ctx, p)
 	})
 }
 
 // Complete asks the server for completions.
 func (s *Server) Complete(ctx context.Context, r Request, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	return run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.CompleteResult, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.CompleteResult, error) {
 		return cs.Complete(ctx, p)
 	})
 }
@@ -505,7 +518,7 @@ func (s *Server) Complete(ctx context.Context, r Request, p *mcp.CompleteParams)
 // Subscribe subscribes to updates of a resource, on the caller's
 // connection (the shared one, or the caller's own).
 func (s *Server) Subscribe(ctx context.Context, r Request, uri string) error {
-	_, err := run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
+	_, err := run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
 		return struct{}{}, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	})
 	return err
@@ -513,7 +526,7 @@ func (s *Server) Subscribe(ctx context.Context, r Request, uri string) error {
 
 // Unsubscribe ends a subscription made with Subscribe.
 func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
-	_, err := run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
+	_, err := run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
 		return struct{}{}, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
 	return err
@@ -525,16 +538,16 @@ func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
 // An HTTP server that answers "unknown session" has not run the request:
 // it restarted and forgot us. Then the request is sent once more, on the
 // new session, so that the client never sees that restart.
-func run[R any](ctx context.Context, s *Server, r Request, progress func(context.Context, *mcp.ProgressNotificationParams), send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
-	res, err := runOnce(ctx, s, r, progress, send)
+func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
+	res, err := runOnce(ctx, s, r, h, send)
 	if errors.Is(err, errSessionLost) {
 		s.log.Info("resending the request on a new session")
-		res, err = runOnce(ctx, s, r, progress, send)
+		res, err = runOnce(ctx, s, r, h, send)
 	}
 	return res, err
 }
 
-func runOnce[R any](ctx context.Context, s *Server, r Request, progress func(context.Context, *mcp.ProgressNotificationParams), send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
+func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
 	var zero R
 	if !s.cfg.PerClient() {
 		free, err := s.limit.take(ctx)
@@ -556,11 +569,26 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, progress func(con
 		defer free()
 	}
 	// Stop cancels the request with a *StoppedError as the cause when it
-	// runs past the grace period.
+	// runs past the grace period; a resumed stream that stays silent, with
+	// a *ResultLostError.
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	req := &inflight{caller: r.Caller, progress: h.progress, cancel: cancel}
+	if s.cfg.IsRemote() {
+		var closed func(time.Duration)
+		if h.streamClosed != nil {
+			closed = func(retry time.Duration) {
+				if h.streamClosed(retry) {
+					c.detach(req)
+				}
+			}
+		}
+		var w *streamWatch
+		cctx, w = watchCall(cctx, s.cfg.Name, closed, cancel)
+		defer w.finish()
+	}
 	token := newProgressToken()
-	defer c.begin(token, &inflight{caller: r.Caller, progress: progress, cancel: cancel})()
+	defer c.begin(token, req)()
 	res, err := send(cctx, c.cs, token)
 	if err != nil {
 		return zero, s.callError(ctx, cctx, c, err)
@@ -589,6 +617,9 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 	if errors.As(context.Cause(cctx), &stopped) {
 		return stopped
 	}
+	if lost := lostCause(cctx); lost != nil {
+		return lost
+	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
 		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
@@ -606,6 +637,11 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 		// rather than find this one before the supervisor notices.
 		c.stopTaking()
 		return &LostError{Server: s.cfg.Name, Err: c.lostReason(err)}
+	}
+	if w := watchOf(cctx); w != nil {
+		if lost := w.unresumable(); lost != nil {
+			return lost
+		}
 	}
 	return &LostError{Server: s.cfg.Name, Err: err}
 }
