@@ -141,11 +141,9 @@ type progressBodies struct {
 func (t *progressBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	watch, resumed := watchRequest(req)
 	resp, err := t.base.RoundTrip(req)
+
 	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body = &sseCounter{ReadCloser: resp.Body, gate: t.gate, watch: watch, resumed: resumed}
-		if watch != nil && resumed && resp.StatusCode == http.StatusOK {
-			watch.resumed()
-		}
 	}
 	return resp, err
 }

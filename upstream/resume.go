@@ -23,12 +23,13 @@ import (
 //   - when the SDK reconnects to resume a call's stream, the caller is told
 //     (CallParams.StreamClosed), so that it can close its own client's
 //     stream likewise and the client sees what it would see directly;
-//   - if the resumed stream brings nothing at all within resumeWait of
-//     opening, the call ends with a *ResultLostError; anything on it (the
-//     answer, progress, a log line, a request) shows the server is
+//   - if the resumed stream brings nothing at all within resumeWait of the
+//     reconnection, the call ends with a *ResultLostError; anything on it
+//     (the answer, progress, a log line, a request) shows the server is
 //     delivering, and the call goes on;
 //   - a stream that ends before the answer without an event id cannot be
-//     resumed; the SDK fails the call, and the watch says why.
+//     resumed, and a resumed one may end without the answer; the SDK then
+//     fails the call, and the watch says why.
 
 // resumeWait is how long a resumed stream may stay silent; tests shorten it.
 var resumeWait = 5 * time.Second
@@ -123,39 +124,39 @@ func (w *streamWatch) streamEnded(resumed bool) {
 }
 
 // resuming is called when the SDK sends the GET that resumes the call's
-// stream; the first one tells the caller.
+// stream: the first one tells the caller, and the resumed stream must
+// bring something within resumeWait. (A go-sdk server sends the headers of
+// a resumed stream only with its first event, so the wait starts with the
+// request, not its answer.)
 func (w *streamWatch) resuming() {
 	w.mu.Lock()
 	w.resumes++
 	first, retry, closed := w.resumes == 1, w.retry, w.closed
+	if !w.finished {
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+		w.timer = time.AfterFunc(resumeWait, func() {
+			w.lose(&ResultLostError{Server: w.server, Reason: fmt.Sprintf("when mcpmux reconnected to resume it (Last-Event-ID), the server sent nothing within %v: it lost the answer", resumeWait)})
+		})
+	}
 	w.mu.Unlock()
 	if first && closed != nil {
 		closed(retry)
 	}
 }
 
-// resumed is called when a resuming GET was answered with a stream: it must
-// bring something within resumeWait.
-func (w *streamWatch) resumed() {
+// failure says why a call whose request failed lost its answer, if the
+// stream is why: it ended before the answer without an event id to resume
+// it by, or the resumed stream ended without the answer (a server with
+// nothing to replay may end it at once).
+func (w *streamWatch) failure() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.finished {
-		return
-	}
-	if w.timer != nil {
-		w.timer.Stop()
-	}
-	w.timer = time.AfterFunc(resumeWait, func() {
-		w.lose(&ResultLostError{Server: w.server, Reason: fmt.Sprintf("when mcpmux reconnected to resume it (Last-Event-ID), the server sent nothing within %v: it lost the answer", resumeWait)})
-	})
-}
-
-// unresumable reports why a failed call's stream could not be resumed, if
-// that is why it failed: it ended before the answer without an event id.
-func (w *streamWatch) unresumable() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ended && !w.sawID && w.resumes == 0 {
+	switch {
+	case w.resumes > 0:
+		return &ResultLostError{Server: w.server, Reason: "when mcpmux reconnected to resume it (Last-Event-ID), the server's stream ended without the answer: it lost it"}
+	case w.ended && !w.sawID:
 		return &ResultLostError{Server: w.server, Reason: "the stream had no event id to resume it by"}
 	}
 	return nil

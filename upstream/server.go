@@ -639,7 +639,7 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 		return &LostError{Server: s.cfg.Name, Err: c.lostReason(err)}
 	}
 	if w := watchOf(cctx); w != nil {
-		if lost := w.unresumable(); lost != nil {
+		if lost := w.failure(); lost != nil {
 			return lost
 		}
 	}
