@@ -201,4 +201,3 @@ func TestServerClosesStreamMidCall(t *testing.T) {
 		})
 	}
 }
-
