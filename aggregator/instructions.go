@@ -12,7 +12,7 @@ import (
 // initializeWait bounds how long an initialize request waits for the
 // servers' first start, so that the instructions it returns are theirs;
 // past it, the client is answered with what is known.
-const initializeWait = 5 * time.Second
+const initializeWait = 10 * time.Second
 
 // instructionsMiddleware puts the instructions of p's servers into the
 // initialize result: a client started together with mcpmux (stdio)
