@@ -153,6 +153,9 @@ func (a *Aggregator) Sync() {
 func (a *Aggregator) rebuildLocked() {
 	var servers []ServerFeatures
 	for _, s := range a.pool.Servers() {
+		// Ahead of the first client that declares fewer capabilities
+		// than shared connections: see upstream.Server.ToolsFor.
+		s.PrefetchProbe()
 		f := s.Features()
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
 			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe})

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -132,7 +134,8 @@ func TestLongCallIsPrimedAndResumable(t *testing.T) {
 	if priming.id == "" || priming.data != "" {
 		t.Fatalf("first event %+v, want a priming event: an id and no data", priming)
 	}
-	if retry := readEvent(t, r); retry.retry == "" || retry.data != "" {
+	retry := readEvent(t, r)
+	if retry.retry == "" || retry.data != "" {
 		t.Errorf("second event %+v, want the retry field", retry)
 	}
 	if _, err := os.Stat(release); err == nil {
@@ -144,7 +147,19 @@ func TestLongCallIsPrimedAndResumable(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	resumed := s.resume(priming.id)
+	// Reconnect as told: after the retry delay, and again while the
+	// server has not yet noticed the dropped connection (409: the stream
+	// is still taken).
+	delay, _ := strconv.Atoi(retry.retry)
+	var resumed *http.Response
+	for attempt := 0; ; attempt++ {
+		time.Sleep(time.Duration(delay) * time.Millisecond)
+		resumed = s.resume(priming.id)
+		if resumed.StatusCode != http.StatusConflict || attempt == 10 {
+			break
+		}
+		resumed.Body.Close()
+	}
 	defer resumed.Body.Close()
 	if resumed.StatusCode != http.StatusOK {
 		t.Fatalf("GET with Last-Event-ID: %d %s", resumed.StatusCode, readAll(t, resumed.Body))

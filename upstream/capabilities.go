@@ -20,8 +20,11 @@ import (
 //   - gives a shared connection every capability it can forward (the
 //     calling client answers), and learns what the server would list to a
 //     client with fewer by asking it on a short-lived probe session that
-//     declares just those ([Server.ToolsFor]). A client is shown only what
-//     the server lists for its own capabilities.
+//     declares just those ([Server.ToolsFor]): first one that declares
+//     none, which shows whether the list depends on the client at all
+//     (for most servers it does not, and that is the only probe). A
+//     client is shown only what the server lists for its own
+//     capabilities.
 
 // ClientFeatures are the client capabilities mcpmux forwards to servers,
 // which are the ones that can change what a server lists. The zero value
@@ -146,16 +149,55 @@ func (p *toolProbes) reset() {
 }
 
 // ToolsFor returns the names of the tools the server lists to a client with
-// features f: nil if that is the whole list it serves (f.ListsAll), else
-// the list of a probe session declaring f.
-// Probes are made once per feature set and connection, and again after the
-// server's lists change. A server that is not up is not probed: the caller
-// gets nil and an error saying why.
+// features f, or nil if that is its whole list: when f.ListsAll, and when
+// the server lists the same to a client with no features at all (most
+// servers: their list does not depend on the client; a server is taken
+// never to list fewer tools to a client that declares more). Otherwise it
+// is the list of a probe session that declares f. Each probe is made once
+// per feature set and connection, and again after the server's lists
+// change; PrefetchProbe makes the first one ahead of any client. A server
+// that is not up is not probed: the caller gets nil and an error saying
+// why.
 func (s *Server) ToolsFor(ctx context.Context, f ClientFeatures) (map[string]bool, error) {
 	if f.ListsAll() {
 		return nil, nil
 	}
 	f.SamplingTools = f.Sampling // one probe for both (see ListsAll)
+	none, err := s.probeFor(ctx, ClientFeatures{})
+	if err != nil {
+		return nil, err
+	}
+	if s.listsAll(none) {
+		return nil, nil
+	}
+	if f == (ClientFeatures{}) {
+		return none, nil
+	}
+	return s.probeFor(ctx, f)
+}
+
+// PrefetchProbe starts, in the background, the probe every client with
+// fewer features than a shared connection declares needs first, so that
+// its first tools/list need not wait for it.
+func (s *Server) PrefetchProbe() {
+	go func() { _, _ = s.probeFor(s.ctx, ClientFeatures{}) }()
+}
+
+// listsAll reports whether names are every tool the server lists.
+func (s *Server) listsAll(names map[string]bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.features.Tools {
+		if t != nil && !names[t.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// probeFor returns what a probe session declaring f lists, making the
+// probe if none was made for the current lists.
+func (s *Server) probeFor(ctx context.Context, f ClientFeatures) (map[string]bool, error) {
 	s.mu.Lock()
 	up := s.state == StateUp
 	s.mu.Unlock()
