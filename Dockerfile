@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 #
-# mcpmux container images (README "Docker"):
+# mcpmux container images (docs/operations.md, "Containers"):
 #
 #   docker build --target full -t mcpmux .        the default: runs the shipped config
 #   docker build --target slim -t mcpmux:slim .   mcpmux alone, for HTTP/SSE downstreams

@@ -19,7 +19,7 @@ import (
 // There is no Docker engine where the tests run, so the Dockerfile is
 // checked by BuildKit's own parser and the lint rules it applies while
 // parsing (those of "docker build --check" that need no build), plus the
-// rules below: the promises the README makes about the images, and a few
+// rules below: the promises docs/operations.md makes about the images, and a few
 // of hadolint's.
 
 // dockerfile parses ./Dockerfile into its stages and global ARGs, failing

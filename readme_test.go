@@ -11,40 +11,59 @@ import (
 	"github.com/mcpmux/mcpmux/importer"
 )
 
-// readmeBlocks returns the fenced code blocks of README.md in language lang.
-func readmeBlocks(t *testing.T, lang string) []string {
+// maxReadmeLines keeps the README a first page: what mcpmux is, how to run
+// it, add a server and connect a client; the rest belongs in docs/.
+const maxReadmeLines = 300
+
+// clientDocs are the files that hold client configs meant to be pasted.
+var clientDocs = []string{"README.md", filepath.Join("docs", "clients.md")}
+
+// docBlocks returns the fenced code blocks in language lang of the files.
+func docBlocks(t *testing.T, lang string, files ...string) []string {
 	t.Helper()
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	re := regexp.MustCompile("(?ms)^```" + lang + "\n(.*?)^```$")
 	var blocks []string
-	for _, m := range re.FindAllStringSubmatch(string(readme), -1) {
-		blocks = append(blocks, m[1])
+	for _, f := range files {
+		for _, m := range re.FindAllStringSubmatch(readDoc(t, f), -1) {
+			blocks = append(blocks, m[1])
+		}
 	}
 	return blocks
 }
 
-// The README's client configs are meant to be pasted: each JSON block must
-// parse, and an mcpmux import of it must not make mcpmux its own server.
-func TestReadmeClientConfigs(t *testing.T) {
-	blocks := readmeBlocks(t, "json")
-	if len(blocks) < 3 {
-		t.Fatalf("README.md has %d JSON blocks; want the client configs", len(blocks))
+func readDoc(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return string(b)
+}
+
+func TestReadmeIsShort(t *testing.T) {
+	if n := strings.Count(readDoc(t, "README.md"), "\n"); n > maxReadmeLines {
+		t.Errorf("README.md has %d lines, want at most %d: move details into docs/", n, maxReadmeLines)
+	}
+}
+
+// The client configs are meant to be pasted: each JSON block must parse,
+// and an mcpmux import of it must not make mcpmux its own server.
+func TestReadmeClientConfigs(t *testing.T) {
+	blocks := docBlocks(t, "json", clientDocs...)
+	configs := 0
 	for _, b := range blocks {
 		var v map[string]any
 		if err := json.Unmarshal([]byte(b), &v); err != nil {
-			t.Errorf("README JSON block does not parse: %v\n%s", err, b)
+			t.Errorf("JSON block does not parse: %v\n%s", err, b)
 			continue
 		}
 		if v["mcpServers"] == nil && v["servers"] == nil {
 			continue
 		}
+		configs++
 		res, err := importer.Parse([]byte(b), nil)
 		if err != nil {
-			t.Errorf("mcpmux import of a README config: %v\n%s", err, b)
+			t.Errorf("mcpmux import of a documented client config: %v\n%s", err, b)
 			continue
 		}
 		for _, e := range res.Entries {
@@ -53,22 +72,23 @@ func TestReadmeClientConfigs(t *testing.T) {
 			}
 		}
 	}
+	if configs < 4 {
+		t.Fatalf("%v have %d client configs; want Claude Desktop, VS Code and Cursor at least", clientDocs, configs)
+	}
 }
 
-// The README's Go client is an excerpt of examples/agent/main.go, which the
-// build compiles: every code line of it must be a line of that file.
+// The Go client of docs/clients.md is an excerpt of examples/agent/main.go,
+// which the build compiles: every code line of it must be a line of that
+// file.
 func TestReadmeAgentSnippet(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("examples", "agent", "main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := readDoc(t, filepath.Join("examples", "agent", "main.go"))
 	lines := map[string]bool{}
-	for _, l := range strings.Split(string(src), "\n") {
+	for _, l := range strings.Split(src, "\n") {
 		lines[strings.TrimSpace(l)] = true
 	}
-	blocks := readmeBlocks(t, "go")
+	blocks := docBlocks(t, "go", clientDocs...)
 	if len(blocks) == 0 {
-		t.Fatal("README.md has no Go client snippet")
+		t.Fatalf("%v have no Go client snippet", clientDocs)
 	}
 	for _, b := range blocks {
 		for _, l := range strings.Split(b, "\n") {
@@ -76,7 +96,73 @@ func TestReadmeAgentSnippet(t *testing.T) {
 			if l == "" || strings.HasPrefix(l, "//") || lines[l] {
 				continue
 			}
-			t.Errorf("README Go snippet line is not in examples/agent/main.go: %s", l)
+			t.Errorf("Go snippet line is not in examples/agent/main.go: %s", l)
+		}
+	}
+}
+
+// readmeSection returns the text of the README's "## title" section.
+func readmeSection(t *testing.T, title string) string {
+	t.Helper()
+	text := readDoc(t, "README.md")
+	start := strings.Index(text, "\n## "+title+"\n")
+	if start < 0 {
+		t.Fatalf("README.md has no %q section", title)
+	}
+	section := text[start+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	return section
+}
+
+// Quick start states what the two commands need, with the Go version of
+// go.mod, and names every server the shipped config starts.
+func TestReadmeQuickStart(t *testing.T) {
+	qs := readmeSection(t, "Quick start")
+	mod := readDoc(t, "go.mod")
+	goLine := regexp.MustCompile(`(?m)^go (\S+)$`).FindStringSubmatch(mod)
+	if goLine == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	for _, want := range []string{
+		"Go ≥ " + goLine[1],
+		"C compiler", "requires cgo",
+		"Node.js ≥ 20", "npm registry",
+		"chromium",
+		"go run . tools", "go test -race ./...",
+		"minute",
+	} {
+		if !strings.Contains(qs, want) {
+			t.Errorf("Quick start does not say %q", want)
+		}
+	}
+	tools, err := filepath.Glob(filepath.Join("config", "tool", "*.yaml"))
+	if err != nil || len(tools) == 0 {
+		t.Fatalf("no shipped tool files: %v", err)
+	}
+	for _, f := range tools {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		if !strings.Contains(qs, "`"+name+"`") {
+			t.Errorf("Quick start does not name the shipped server %q", name)
+		}
+	}
+}
+
+// The README's command table lists every command, and so does usage.
+func TestReadmeCommandTable(t *testing.T) {
+	table := readmeSection(t, "Command line")
+	var usageText strings.Builder
+	usage(&usageText)
+	for name := range commands {
+		if name == "serve" {
+			continue // the default command: "mcpmux [--config DIR]"
+		}
+		if !strings.Contains(table, "`mcpmux "+name) {
+			t.Errorf("README's command table lacks %q", name)
+		}
+		if !strings.Contains(usageText.String(), "mcpmux "+name) {
+			t.Errorf("usage lacks %q", name)
 		}
 	}
 }

@@ -91,10 +91,14 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// errNoToken is why mcpmux --http will not bind a non-loopback address
+// without a token; the container docs quote it.
+const errNoToken = "refusing to serve on a non-loopback address without a token: set --token, MCPMUX_TOKEN, --token-file or token_file, or bind to 127.0.0.1"
+
 func serveHTTP(ctx context.Context, in *instance, addr string, opts *aggregator.HTTPOptions, grace time.Duration) int {
 	log := in.log
 	if !hasToken(opts) && !isLoopback(addr) {
-		log.Error("refusing to serve on a non-loopback address without a token: set --token, MCPMUX_TOKEN, --token-file or token_file, or bind to 127.0.0.1", "addr", addr)
+		log.Error(errNoToken, "addr", addr)
 		return 2
 	}
 	ln, err := net.Listen("tcp", addr)

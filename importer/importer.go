@@ -193,7 +193,7 @@ func findServers(top map[string]json.RawMessage, res *Result) (map[string]json.R
 var errSelf = errors.New("it runs mcpmux itself")
 
 // errSelfNamed marks an entry named mcpmux that runs something else: the
-// way this README's client configs reach mcpmux over HTTP or in a
+// way the client configs of docs/clients.md reach mcpmux over HTTP or in a
 // container. Importing it would make mcpmux (or its container) a tool
 // server of itself, and its tools would take mcpmux's own namespace.
 var errSelfNamed = fmt.Errorf("%w: it is named mcpmux, which is how a client reaches mcpmux (over HTTP or in a container); rename it in the client config to import it anyway", errSelf)

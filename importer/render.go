@@ -19,7 +19,7 @@ const flowWidth = 72
 // a comment naming source (the client config it came from) and with e's
 // notes as comments beside the values they explain.
 //
-// Keys are written in the order of the README (name, enabled, type,
+// Keys are written in the order of docs/configuration.md (name, enabled, type,
 // tool_command, args, cwd, env, url, headers). type is written only where
 // mcpmux would not infer it (sse), and enabled only when false.
 func Render(e *Entry, source string) ([]byte, error) {
@@ -97,7 +97,7 @@ func inferredType(s *config.Server) string {
 
 // str is a string scalar; yaml.v3 quotes it where a plain scalar would read
 // as something else ("1800", "true", "@scope/pkg"). Values with ${...} are
-// double-quoted, as in the README, so they read as one string.
+// double-quoted, as in docs/configuration.md, so they read as one string.
 func str(v string) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
 	if strings.Contains(v, "${") {

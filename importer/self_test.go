@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The README's client configs reach mcpmux over HTTP, through docker, or
+// The client configs of README.md and docs/clients.md reach mcpmux over HTTP, through docker, or
 // by running it: none of them may become a tool server of mcpmux itself.
 func TestParseLeavesOutTheWaysToReachMcpmux(t *testing.T) {
 	res, err := Parse([]byte(`{

@@ -1,4 +1,4 @@
-// Command agent is the README's example of an agent that reaches mcpmux
+// Command agent is docs/clients.md's example of an agent that reaches mcpmux
 // over Streamable HTTP with the official Go SDK: it sends the token and its
 // task id on every request, lists the merged catalog and calls one tool.
 //
