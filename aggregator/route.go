@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/yosida95/uritemplate/v3"
 )
 
 // Routing of URIs and prompt names that no server listed.
@@ -36,11 +35,7 @@ func routeURI(v *view, uri string, subscribe bool) (uriRoute, bool) {
 			return uriRoute{server, orig}, true
 		}
 	}
-	for _, it := range v.templateList {
-		t, err := uritemplate.New(it.Key)
-		if err != nil || t.Match(uri) == nil {
-			continue
-		}
+	if it, ok := v.matchTemplate(uri); ok {
 		if it.Key != it.Orig {
 			return uriRoute{it.Server, strings.TrimPrefix(uri, URIPrefix+it.Server+"/")}, true
 		}
@@ -162,7 +157,10 @@ func (a *Aggregator) unlistedMiddleware(p *profile) mcp.Middleware {
 			switch r := req.(type) {
 			case *mcp.ReadResourceRequest:
 				v := p.view.Load()
-				if r.Params == nil || v.resources[r.Params.URI] != nil || matchesTemplate(v, r.Params.URI) {
+				if r.Params == nil || v.resources[r.Params.URI] != nil {
+					break
+				}
+				if _, ok := v.matchTemplate(r.Params.URI); ok {
 					break
 				}
 				if route, ok := routeURI(v, r.Params.URI, false); ok {
@@ -180,15 +178,4 @@ func (a *Aggregator) unlistedMiddleware(p *profile) mcp.Middleware {
 			return next(ctx, method, req)
 		}
 	}
-}
-
-// matchesTemplate reports whether one of v's resource templates matches
-// uri (and so the SDK routes it to that template's handler).
-func matchesTemplate(v *view, uri string) bool {
-	for _, it := range v.templateList {
-		if t, err := uritemplate.New(it.Key); err == nil && t.Match(uri) != nil {
-			return true
-		}
-	}
-	return false
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpmux/mcpmux/config"
 )
@@ -30,6 +31,9 @@ type view struct {
 	promptList   []*Item[*mcp.Prompt]
 	resourceList []*Item[*mcp.Resource]
 	templateList []*Item[*mcp.ResourceTemplate]
+	// matchers are templateList's templates, compiled; nil for one that
+	// does not compile.
+	matchers []*uritemplate.Template
 }
 
 // newView computes the view of profile name (DefaultProfile for the
@@ -80,7 +84,21 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 	v.prompts, v.promptList = inProfile(v, cat.prompts)
 	v.resources, v.resourceList = inProfile(v, cat.resources)
 	v.templates, v.templateList = inProfile(v, cat.templates)
+	for _, it := range v.templateList {
+		t, _ := uritemplate.New(it.Key)
+		v.matchers = append(v.matchers, t)
+	}
 	return v
+}
+
+// matchTemplate returns the first template of the view that matches uri.
+func (v *view) matchTemplate(uri string) (*Item[*mcp.ResourceTemplate], bool) {
+	for i, t := range v.matchers {
+		if t != nil && t.Match(uri) != nil {
+			return v.templateList[i], true
+		}
+	}
+	return nil, false
 }
 
 // inProfile keeps the items of the profile's servers, as a map and in list
