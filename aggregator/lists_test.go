@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -220,6 +221,19 @@ func TestToolListFollowsClientCapabilities(t *testing.T) {
 	} {
 		if got := text(call(t, tc.cs, tc.tool, nil)); got != tc.want {
 			t.Errorf("%s: the server saw capabilities %s, want %s", tc.tool, got, tc.want)
+		}
+	}
+}
+
+func TestFindToolsFollowsClientCapabilities(t *testing.T) {
+	h := newHarness(t, map[string]*mcp.Server{"s": unsortedServer("s", "echo")}, "meta_tools: [find_tools]", nil)
+	for _, tc := range []struct {
+		opts *mcp.ClientOptions
+		want bool
+	}{{fullClient(), true}, {bareClient(), false}} {
+		res := call(t, h.clientWith(DefaultProfile, tc.opts), "mcpmux__find_tools", map[string]any{"query": "sample"})
+		if got := strings.Contains(text(res), "s__sample"); got != tc.want {
+			t.Errorf("find_tools for a client that declares sampling=%v: found s__sample %v, want %v:\n%s", tc.want, got, tc.want, text(res))
 		}
 	}
 }
