@@ -147,6 +147,11 @@ func TestDockerfileStages(t *testing.T) {
 			if len(test) != 3 || test[0] != "CMD" || path.Base(test[1]) != "mcpmux" || test[2] != "healthcheck" {
 				t.Errorf("HEALTHCHECK %q: want [CMD mcpmux healthcheck]", test)
 			}
+			// buildah and podman before mid-2024 (Debian 12's, Ubuntu
+			// 24.04's) fail the build on --start-interval.
+			if hcs[len(hcs)-1].Health.StartInterval != 0 {
+				t.Error("HEALTHCHECK --start-interval: buildah and podman of Debian 12 and Ubuntu 24.04 cannot build it")
+			}
 			if defaultHealthURL != "http://127.0.0.1:8080/healthz" {
 				t.Errorf("mcpmux healthcheck probes %s by default, not the image's port 8080", defaultHealthURL)
 			}

@@ -228,8 +228,15 @@ func startHTTP(t *testing.T, dir string, args ...string) *process {
 // connectHTTP connects a client to path (e.g. "/mcp") of an HTTP mcpmux.
 func connectHTTP(t *testing.T, p *process, path string, header http.Header) (*mcp.ClientSession, error) {
 	t.Helper()
+	return connectURL(t, p.url+path, header)
+}
+
+// connectURL connects a client to a Streamable HTTP endpoint, sending
+// header with every request.
+func connectURL(t *testing.T, endpoint string, header http.Header) (*mcp.ClientSession, error) {
+	t.Helper()
 	hc := &http.Client{Transport: headerRoundTripper{header}}
-	transport := &mcp.StreamableClientTransport{Endpoint: p.url + path, HTTPClient: hc, MaxRetries: -1}
+	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(testContext(t), transport, nil)
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })

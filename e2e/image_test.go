@@ -142,6 +142,30 @@ func TestFullImageConfigIsTheShippedOne(t *testing.T) {
 	}
 }
 
+// Both images apply the shipped settings: mcpmux.yaml holds the rewrite
+// rules, among them the refusal of Hugging Face dataset URLs that
+// evaluations in CI rely on.
+func TestImagesShipTheSettings(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("..", "config", "mcpmux.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{"slim", "full"} {
+		dir := imageConfig(t, stage)
+		got, err := os.ReadFile(filepath.Join(dir, "mcpmux.yaml"))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("the %s image's /config/mcpmux.yaml is not the shipped one (%v)", stage, err)
+			continue
+		}
+		snap, err := config.Load(dir, nil)
+		if err != nil {
+			t.Errorf("the %s image's config: %v", stage, err)
+		} else if len(snap.Errors) > 0 || len(snap.Settings.Rewrite) == 0 {
+			t.Errorf("the %s image's config: %v, %d rewrite rules", stage, snap.Errors, len(snap.Settings.Rewrite))
+		}
+	}
+}
+
 func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
 
 // imageCommand is the ENTRYPOINT and CMD of a Dockerfile stage.
