@@ -138,6 +138,11 @@ type probe struct {
 	done  chan struct{}
 	names map[string]bool // tools listed; set before done is closed
 	err   error
+
+	// For the probe declaring no features: whether it lists every tool
+	// the server serves (its list does not depend on the client).
+	allOnce sync.Once
+	all     bool
 }
 
 // reset forgets every probe: the server's lists or connection changed. A
@@ -167,13 +172,18 @@ func (s *Server) ToolsFor(ctx context.Context, f ClientFeatures) (map[string]boo
 	if err != nil {
 		return nil, err
 	}
-	if s.listsAll(none) {
+	none.allOnce.Do(func() { none.all = s.listsAll(none.names) })
+	if none.all {
 		return nil, nil
 	}
 	if f == (ClientFeatures{}) {
-		return none, nil
+		return none.names, nil
 	}
-	return s.probeFor(ctx, f)
+	pr, err := s.probeFor(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return pr.names, nil
 }
 
 // PrefetchProbe starts, in the background, the probe every client with
@@ -195,9 +205,9 @@ func (s *Server) listsAll(names map[string]bool) bool {
 	return true
 }
 
-// probeFor returns what a probe session declaring f lists, making the
+// probeFor returns the outcome of a probe session declaring f, making the
 // probe if none was made for the current lists.
-func (s *Server) probeFor(ctx context.Context, f ClientFeatures) (map[string]bool, error) {
+func (s *Server) probeFor(ctx context.Context, f ClientFeatures) (*probe, error) {
 	s.mu.Lock()
 	up := s.state == StateUp
 	s.mu.Unlock()
@@ -218,7 +228,7 @@ func (s *Server) probeFor(ctx context.Context, f ClientFeatures) (map[string]boo
 	p.mu.Unlock()
 	select {
 	case <-pr.done:
-		return pr.names, pr.err
+		return pr, pr.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

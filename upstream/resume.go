@@ -23,16 +23,14 @@ import (
 //   - when the SDK reconnects to resume a call's stream, the caller is told
 //     (CallParams.StreamClosed), so that it can close its own client's
 //     stream likewise and the client sees what it would see directly;
-//   - if the resumed stream brings nothing at all within resumeWait of the
-//     reconnection, the call ends with a *ResultLostError; anything on it
+//   - if the resumed stream brings nothing at all within resume_timeout
+//     (5s by default) of the reconnection, the call ends with a *ResultLostError; anything on it
 //     (the answer, progress, a log line, a request) shows the server is
 //     delivering, and the call goes on;
 //   - a stream that ends before the answer without an event id cannot be
 //     resumed, and a resumed one may end without the answer; the SDK then
 //     fails the call, and the watch says why.
 
-// resumeWait is how long a resumed stream may stay silent; tests shorten it.
-var resumeWait = 5 * time.Second
 
 // ResultLostError is returned for a call whose server closed the response
 // stream before answering and did not deliver the answer on resumption.
@@ -48,6 +46,7 @@ func (e *ResultLostError) Error() string {
 // streamWatch follows the HTTP streams of one call.
 type streamWatch struct {
 	server string
+	wait   time.Duration             // how long a resumed stream may stay silent (resume_timeout)
 	closed func(retry time.Duration) // see CallParams.StreamClosed; may be nil
 	lose   context.CancelCauseFunc   // ends the call
 
@@ -62,10 +61,12 @@ type streamWatch struct {
 
 type watchKey struct{}
 
-// watchCall returns ctx carrying a watch of the call's streams, and a
-// function to call when the call is over.
-func watchCall(ctx context.Context, server string, closed func(time.Duration), lose context.CancelCauseFunc) (context.Context, *streamWatch) {
-	w := &streamWatch{server: server, closed: closed, lose: lose}
+// watchCall returns ctx carrying a watch of the call's streams, and the
+// watch, whose finish is to be called when the call is over. A resumed
+// stream may stay silent for wait; closed is told of the first
+// resumption; lose ends the call.
+func watchCall(ctx context.Context, server string, wait time.Duration, closed func(time.Duration), lose context.CancelCauseFunc) (context.Context, *streamWatch) {
+	w := &streamWatch{server: server, wait: wait, closed: closed, lose: lose}
 	return context.WithValue(ctx, watchKey{}, w), w
 }
 
@@ -91,7 +92,7 @@ func (w *streamWatch) sawRetry(d time.Duration) {
 	w.mu.Unlock()
 }
 
-// sawID records that the first stream had an event id.
+// sawEventID records that the first stream had an event id.
 func (w *streamWatch) sawEventID(resumed bool) {
 	if !resumed {
 		w.mu.Lock()
@@ -125,7 +126,7 @@ func (w *streamWatch) streamEnded(resumed bool) {
 
 // resuming is called when the SDK sends the GET that resumes the call's
 // stream: the first one tells the caller, and the resumed stream must
-// bring something within resumeWait. (A go-sdk server sends the headers of
+// bring something within the watch's wait. (A go-sdk server sends the headers of
 // a resumed stream only with its first event, so the wait starts with the
 // request, not its answer.)
 func (w *streamWatch) resuming() {
@@ -136,8 +137,8 @@ func (w *streamWatch) resuming() {
 		if w.timer != nil {
 			w.timer.Stop()
 		}
-		w.timer = time.AfterFunc(resumeWait, func() {
-			w.lose(&ResultLostError{Server: w.server, Reason: fmt.Sprintf("when mcpmux reconnected to resume it (Last-Event-ID), the server sent nothing within %v: it lost the answer", resumeWait)})
+		w.timer = time.AfterFunc(w.wait, func() {
+			w.lose(&ResultLostError{Server: w.server, Reason: fmt.Sprintf("when mcpmux reconnected to resume it (Last-Event-ID), the server sent nothing within %v (resume_timeout): it lost the answer", w.wait)})
 		})
 	}
 	w.mu.Unlock()

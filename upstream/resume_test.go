@@ -43,11 +43,9 @@ func closingServer(t *testing.T, cancelled chan<- struct{}) string {
 }
 
 func TestResumedStreamThatStaysSilentEndsTheCall(t *testing.T) {
-	defer func(d time.Duration) { resumeWait = d }(resumeWait)
-	resumeWait = 50 * time.Millisecond
 	cancelled := make(chan struct{}, 1)
 	url := closingServer(t, cancelled)
-	cfg, ferr := config.ParseServer("closing.yaml", []byte(fmt.Sprintf("name: closing\nurl: %s\n", url)), nil)
+	cfg, ferr := config.ParseServer("closing.yaml", []byte(fmt.Sprintf("name: closing\nurl: %s\nresume_timeout: 50ms\n", url)), nil)
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
@@ -92,10 +90,8 @@ func TestResumedStreamThatStaysSilentEndsTheCall(t *testing.T) {
 }
 
 func TestStreamWatchDisarmsOnData(t *testing.T) {
-	defer func(d time.Duration) { resumeWait = d }(resumeWait)
-	resumeWait = time.Millisecond
 	lost := make(chan error, 2)
-	_, w := watchCall(context.Background(), "s", nil, func(err error) { lost <- err })
+	_, w := watchCall(context.Background(), "s", time.Millisecond, nil, func(err error) { lost <- err })
 
 	w.resuming()
 	w.sawData(true) // the resumed stream delivers: no timer any more

@@ -220,6 +220,15 @@ func (s *Server) PIDs() []int {
 	return pids
 }
 
+// resumeTimeout is how long a resumed stream may stay silent (see
+// resume.go).
+func (s *Server) resumeTimeout() time.Duration {
+	if s.cfg.ResumeTimeout > 0 {
+		return s.cfg.ResumeTimeout
+	}
+	return config.DefaultResumeTimeout
+}
+
 func (s *Server) connectTimeout() time.Duration {
 	switch {
 	case s.cfg.ConnectTimeout > 0:
@@ -584,7 +593,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send fun
 			}
 		}
 		var w *streamWatch
-		cctx, w = watchCall(cctx, s.cfg.Name, closed, cancel)
+		cctx, w = watchCall(cctx, s.cfg.Name, s.resumeTimeout(), closed, cancel)
 		defer w.finish()
 	}
 	token := newProgressToken()
