@@ -31,7 +31,6 @@ import (
 //     resumed, and a resumed one may end without the answer; the SDK then
 //     fails the call, and the watch says why.
 
-
 // ResultLostError is returned for a call whose server closed the response
 // stream before answering and did not deliver the answer on resumption.
 type ResultLostError struct {
