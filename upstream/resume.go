@@ -24,9 +24,9 @@ import (
 //     (CallParams.StreamClosed), so that it can close its own client's
 //     stream likewise and the client sees what it would see directly;
 //   - if the resumed stream brings nothing at all within resume_timeout
-//     (5s by default) of the reconnection, the call ends with a *ResultLostError; anything on it
-//     (the answer, progress, a log line, a request) shows the server is
-//     delivering, and the call goes on;
+//     (5s by default) of the reconnection, the call ends with a
+//     *ResultLostError; anything on it (the answer, progress, a log line,
+//     a request) shows the server is delivering, and the call goes on;
 //   - a stream that ends before the answer without an event id cannot be
 //     resumed, and a resumed one may end without the answer; the SDK then
 //     fails the call, and the watch says why.
