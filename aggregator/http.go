@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -31,6 +32,14 @@ type HTTPOptions struct {
 	// SessionTimeout closes client sessions idle for that long (and with
 	// them their per-client connections); zero means DefaultSessionTimeout.
 	SessionTimeout time.Duration
+}
+
+// eventStoreBytes bounds the memory of the event store that lets HTTP
+// clients resume a dropped stream: the messages of all sessions together,
+// oldest dropped first, twice max_result_bytes so that the largest result
+// fits with room to spare. Each session's messages go when it ends.
+func eventStoreBytes(s *config.Settings) int {
+	return int(max(2*int64(s.MaxResultBytes), 4<<20))
 }
 
 // DefaultSessionTimeout is how long an HTTP client session may stay idle.
@@ -91,7 +100,9 @@ func (a *Aggregator) serveMCP(w http.ResponseWriter, r *http.Request, o *HTTPOpt
 		http.Error(w, fmt.Sprintf("404 unknown profile %q; profiles: %s (or /mcp for all tools)", name, strings.Join(known, ", ")), http.StatusNotFound)
 		return
 	}
-	p.httpHandler(a, o).ServeHTTP(w, r)
+	sw := newSSEWriter(w)
+	defer sw.finish()
+	p.httpHandler(a, o).ServeHTTP(sw, r)
 }
 
 // httpHandler returns the profile's Streamable HTTP handler, creating it on
@@ -104,7 +115,10 @@ func (p *profile) httpHandler(a *Aggregator, o *HTTPOptions) *mcp.StreamableHTTP
 		SessionTimeout: o.SessionTimeout,
 		// limitBody applies max_request_bytes instead.
 		MaxRequestBodyBytes: -1,
-		Logger:              logs.QuietInfo(a.log.With("component", "http", "profile", p.name)),
+		// Priming events, event ids and replay on Last-Event-ID (see
+		// sse.go and eventStoreBytes).
+		EventStore: a.events,
+		Logger:     logs.QuietInfo(a.log.With("component", "http", "profile", p.name)),
 	})
 	if p.http.CompareAndSwap(nil, h) {
 		return h

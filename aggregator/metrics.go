@@ -38,6 +38,7 @@ func failureOutcome(ctx, cctx context.Context, err error) string {
 		unavailable *upstream.UnavailableError
 		lost        *upstream.LostError
 		rpc         *upstream.RPCError
+		resultLost  *upstream.ResultLostError
 	)
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
@@ -46,7 +47,7 @@ func failureOutcome(ctx, cctx context.Context, err error) string {
 		return metrics.OutcomeCancelled
 	case errors.As(err, &unavailable):
 		return metrics.OutcomeUnavailable
-	case errors.As(err, &lost):
+	case errors.As(err, &lost), errors.As(err, &resultLost):
 		return metrics.OutcomeLost
 	case errors.As(err, &rpc):
 		return metrics.OutcomeRejected
