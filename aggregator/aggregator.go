@@ -60,7 +60,8 @@ type Aggregator struct {
 	catalog  *Catalog
 	profiles map[string]*profile
 
-	watched  sync.Map // *mcp.ServerSession → struct{}: sessions whose per-client connections go when they end
+	events   *mcp.MemoryEventStore // for HTTP clients to resume dropped streams
+	watched  sync.Map              // *mcp.ServerSession → struct{}: sessions whose per-client connections go when they end
 	ends     sessionEnds
 	sessions *sessionTracker
 	subs     subscriptions
@@ -110,7 +111,9 @@ func New(opts *Options) *Aggregator {
 		profiles:    map[string]*profile{},
 		subs:        subscriptions{n: map[string]int{}},
 		metrics:     metrics.New(&metrics.Options{Servers: opts.Pool.Statuses}),
+		events:      mcp.NewMemoryEventStore(nil),
 	}
+	a.events.SetMaxBytes(eventStoreBytes(settings))
 	a.current.Store(settings)
 	a.sessions = newSessionTracker(a.current.Load, &a.ends)
 	a.mu.Lock()
@@ -131,6 +134,7 @@ func (a *Aggregator) SetSettings(s *config.Settings) {
 	a.settings = s
 	a.current.Store(s)
 	a.sessions.rearm()
+	a.events.SetMaxBytes(eventStoreBytes(s))
 	a.rebuildLocked()
 }
 
@@ -153,9 +157,12 @@ func (a *Aggregator) Sync() {
 func (a *Aggregator) rebuildLocked() {
 	var servers []ServerFeatures
 	for _, s := range a.pool.Servers() {
+		// Ahead of the first client that declares fewer capabilities
+		// than shared connections: see upstream.Server.ToolsFor.
+		s.PrefetchProbe()
 		f := s.Features()
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
-			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates})
+			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe})
 	}
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
 	// Servers added by a reload get the clients' log level too.
@@ -218,7 +225,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.routeMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.routeMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 
@@ -301,18 +308,15 @@ func (a *Aggregator) profile(name string) *profile {
 	return a.profiles[name]
 }
 
-// Tools returns the entries a profile lists, sorted by exposed name; ok is
-// false if the profile does not exist.
+// Tools returns the entries a profile lists, in list order (servers in
+// config order, each server's tools in its order, then the meta tools); ok
+// is false if the profile does not exist.
 func (a *Aggregator) Tools(profileName string) (entries []*Entry, ok bool) {
 	p := a.profile(profileName)
 	if p == nil {
 		return nil, false
 	}
-	v := p.view.Load()
-	for _, name := range sortedKeys(v.visible) {
-		entries = append(entries, v.visible[name])
-	}
-	return entries, true
+	return slices.Clone(p.view.Load().toolList), true
 }
 
 // RunStdio serves the profile over stdin/stdout until the client leaves

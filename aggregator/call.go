@@ -76,7 +76,8 @@ func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequ
 			Arguments: args,
 			Meta:      withRefusals(forwardMeta(req.Params.Meta, task), a.current.Load().Rules(), e),
 		},
-		Progress: progressTo(ctx, req),
+		Progress:     progressTo(ctx, req),
+		StreamClosed: closeClientStream(req),
 	}
 	start := time.Now()
 	running := a.metrics.StartCall(e.Server, e.Tool)
@@ -148,6 +149,26 @@ func progressTo(ctx context.Context, req *mcp.CallToolRequest) func(context.Cont
 		_ = ss.NotifyProgress(nctx, &mcp.ProgressNotificationParams{
 			Meta: p.Meta, ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message,
 		})
+	}
+}
+
+// closeClientStream returns what to do when a server closes the call's
+// response stream before answering: close the client's stream likewise,
+// with the server's retry delay, so that the client sees what it would
+// see directly. A client on 2025-11-25 got a priming event and reconnects
+// to get the answer (mcpmux resumes the server's stream meanwhile, and its
+// event store keeps what arrives); an older one cannot, as it could not
+// directly, and is no longer reachable for the call. Nil for a client
+// without such a stream (stdio).
+func closeClientStream(req *mcp.CallToolRequest) func(time.Duration) bool {
+	extra := req.Extra
+	if extra == nil || extra.CloseSSEStream == nil {
+		return nil
+	}
+	resumable := extra.Header.Get("Mcp-Protocol-Version") >= "2025-11-25"
+	return func(retry time.Duration) bool {
+		extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: retry})
+		return !resumable
 	}
 }
 
@@ -254,6 +275,7 @@ func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Du
 		rpc         *upstream.RPCError
 		stopped     *upstream.StoppedError
 		atLimit     *upstream.LimitError
+		resultLost  *upstream.ResultLostError
 	)
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
@@ -268,6 +290,8 @@ func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Du
 		return toolError("Tool '%s' on server '%s' could not be called: the server is not running (%v). mcpmux restarts it automatically; try again shortly, or use another tool.", e.Tool, e.Server, unavailable.Err)
 	case errors.As(err, &lost):
 		return toolError("Tool '%s' on server '%s' failed: the server stopped answering during the call: %v. mcpmux is restarting it; the call may or may not have taken effect, so check before repeating it.", e.Tool, e.Server, lost.Err)
+	case errors.As(err, &resultLost):
+		return toolError("Tool '%s' on server '%s' failed: the server closed the call's response stream before answering, and %s. The server stays available; the call may or may not have taken effect, so check before repeating it.", e.Tool, e.Server, resultLost.Reason)
 	case errors.As(err, &rpc):
 		return toolError("Tool '%s' on server '%s' was rejected by the server: %s (JSON-RPC error %d). Check the tool name and that the arguments match the tool's input schema.", e.Tool, e.Server, rpc.Message, rpc.Code)
 	}

@@ -19,6 +19,27 @@ type ServerFeatures struct {
 	Prompts   []*mcp.Prompt
 	Resources []*mcp.Resource
 	Templates []*mcp.ResourceTemplate
+	// Instructions are the server's instructions for the model; "" if none.
+	Instructions string
+	// Subscribe reports whether the server supports resources/subscribe.
+	Subscribe bool
+}
+
+// serverRoutes is what routing needs to know of a server beyond its items:
+// where to send a URI or a name that no listed item has.
+type serverRoutes struct {
+	name, prefix string
+	subscribe    bool     // supports resources/subscribe
+	resources    bool     // lists resources or templates, or takes subscriptions
+	prompts      bool     // lists prompts
+	uriPrefixes  []string // listed URIs, and the literal heads of its templates
+}
+
+// ServerInstructions are one server's instructions, merged into mcpmux's.
+type ServerInstructions struct {
+	Server string // config name
+	Prefix string // namespace of its tools and prompts
+	Text   string
 }
 
 // Item is one exposed prompt, resource or resource template.
@@ -28,6 +49,18 @@ type Item[T any] struct {
 	Orig   string // the server's own name or URI
 	Def    T      // definition as listed to clients
 	hash   string
+	order  listOrder
+}
+
+// listOrder places an exposed item in its list: servers in config order,
+// each server's items in the order the server lists them.
+type listOrder struct{ server, item int }
+
+func (o listOrder) compare(p listOrder) int {
+	if c := cmp.Compare(o.server, p.server); c != 0 {
+		return c
+	}
+	return cmp.Compare(o.item, p.item)
 }
 
 // Entry is one exposed tool.
@@ -38,8 +71,9 @@ type Entry struct {
 	// Def is the definition as listed to clients (Name = exposed name).
 	// Its schemas are encoded once, as json.RawMessage, so that every
 	// tools/list copies bytes instead of encoding maps by reflection.
-	Def  *mcp.Tool
-	hash string // identifies Def and route, to skip re-registering an unchanged tool
+	Def   *mcp.Tool
+	hash  string // identifies Def and route, to skip re-registering an unchanged tool
+	order listOrder
 
 	// meta is set for mcpmux's own meta tools (meta.go), which no server
 	// serves.
@@ -50,7 +84,7 @@ type Entry struct {
 // rebuilt whenever a server's tool list changes; lookups are map reads.
 type Catalog struct {
 	sep      string
-	entries  []*Entry          // sorted by Name
+	entries  []*Entry          // in list order (see listOrder)
 	byName   map[string]*Entry // exposed name → entry
 	prefixes map[string]string // prefix → server
 	// Conflicts lists tools that could not be exposed (a bare-name clash).
@@ -59,6 +93,10 @@ type Catalog struct {
 	prompts   map[string]*Item[*mcp.Prompt]           // exposed name → prompt
 	resources map[string]*Item[*mcp.Resource]         // exposed URI → resource
 	templates map[string]*Item[*mcp.ResourceTemplate] // exposed URI template → template
+	// Instructions are each server's instructions, servers in config
+	// order; servers without any are left out.
+	Instructions []ServerInstructions
+	routes       []serverRoutes // servers in config order
 
 	// encoded holds each listed tool's encodings, by the server's
 	// definition (whose lists are never modified), for the next build.
@@ -101,11 +139,12 @@ func (en *encodedTool) hash(name, server, tool string) string {
 	return string(h.Sum(nil))
 }
 
-// BuildCatalog indexes the tools of servers. Names follow ExposedName; when
-// two tools still end up with one name, the one listed later (servers in
-// name order, tools in their server's order) gets the hashed form, except
-// that a server with bare names never displaces another: its clashing tool
-// is left out and reported in Conflicts.
+// BuildCatalog indexes the tools of servers, given in config order, which
+// is the order they are listed in. Names follow ExposedName; when two tools
+// still end up with one name, the one listed later (servers in name order,
+// tools in their server's order) gets the hashed form, except that a
+// server with bare names never displaces another: its clashing tool is left
+// out and reported in Conflicts.
 func BuildCatalog(servers []ServerFeatures, sep string, maxLen int) *Catalog {
 	return buildCatalog(servers, sep, maxLen, nil)
 }
@@ -115,6 +154,14 @@ func BuildCatalog(servers []ServerFeatures, sep string, maxLen int) *Catalog {
 func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalog) *Catalog {
 	c := &Catalog{sep: sep, byName: map[string]*Entry{}, prefixes: map[string]string{}, encoded: map[*mcp.Tool]*encodedTool{},
 		prompts: map[string]*Item[*mcp.Prompt]{}, resources: map[string]*Item[*mcp.Resource]{}, templates: map[string]*Item[*mcp.ResourceTemplate]{}}
+	rank := make(map[string]int, len(servers))
+	for i, s := range servers {
+		rank[s.Name] = i
+		if s.Instructions != "" {
+			c.Instructions = append(c.Instructions, ServerInstructions{Server: s.Name, Prefix: s.Prefix, Text: s.Instructions})
+		}
+		c.routes = append(c.routes, routesOf(s))
+	}
 	servers = slices.Clone(servers)
 	// Prefixed servers first, so that bare names lose any clash.
 	slices.SortFunc(servers, func(a, b ServerFeatures) int {
@@ -130,7 +177,7 @@ func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalo
 		if s.Prefix != "" {
 			c.prefixes[s.Prefix] = s.Name
 		}
-		for _, t := range s.Tools {
+		for i, t := range s.Tools {
 			if t == nil || t.Name == "" {
 				continue
 			}
@@ -155,15 +202,36 @@ func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalo
 				en = encodeTool(t)
 			}
 			c.encoded[t] = en
-			e := &Entry{Name: name, Server: s.Name, Tool: t.Name, Def: exposedDef(t, name, en)}
+			e := &Entry{Name: name, Server: s.Name, Tool: t.Name, Def: exposedDef(t, name, en), order: listOrder{rank[s.Name], i}}
 			e.hash = en.hash(name, s.Name, t.Name)
 			c.byName[name] = e
 			c.entries = append(c.entries, e)
 		}
 	}
-	slices.SortFunc(c.entries, func(a, b *Entry) int { return strings.Compare(a.Name, b.Name) })
-	c.indexPromptsAndResources(servers, maxLen)
+	slices.SortFunc(c.entries, func(a, b *Entry) int { return a.order.compare(b.order) })
+	c.indexPromptsAndResources(servers, rank, maxLen)
 	return c
+}
+
+// routesOf collects what routing needs of a server.
+func routesOf(s ServerFeatures) serverRoutes {
+	r := serverRoutes{name: s.Name, prefix: s.Prefix, subscribe: s.Subscribe, prompts: len(s.Prompts) > 0,
+		resources: s.Subscribe || len(s.Resources)+len(s.Templates) > 0}
+	for _, res := range s.Resources {
+		if res != nil && res.URI != "" {
+			r.uriPrefixes = append(r.uriPrefixes, res.URI)
+		}
+	}
+	for _, t := range s.Templates {
+		if t == nil {
+			continue
+		}
+		head, _, _ := strings.Cut(t.URITemplate, "{")
+		if head != "" {
+			r.uriPrefixes = append(r.uriPrefixes, head)
+		}
+	}
+	return r
 }
 
 // URIPrefix starts the exposed URI of a resource whose URI more than one
@@ -183,7 +251,7 @@ func ExposedURI(server, uri string, shared bool) string {
 // indexPromptsAndResources names prompts like tools (prefix, separator,
 // name) and exposes resources and templates under their own URIs, unless
 // several servers use the same one.
-func (c *Catalog) indexPromptsAndResources(servers []ServerFeatures, maxLen int) {
+func (c *Catalog) indexPromptsAndResources(servers []ServerFeatures, rank map[string]int, maxLen int) {
 	uses := map[string]int{}
 	for _, s := range servers {
 		seen := map[string]bool{}
@@ -201,7 +269,7 @@ func (c *Catalog) indexPromptsAndResources(servers []ServerFeatures, maxLen int)
 		}
 	}
 	for _, s := range servers {
-		for _, p := range s.Prompts {
+		for i, p := range s.Prompts {
 			if p == nil || p.Name == "" {
 				continue
 			}
@@ -212,25 +280,25 @@ func (c *Catalog) indexPromptsAndResources(servers []ServerFeatures, maxLen int)
 			}
 			d := *p
 			d.Name = name
-			c.prompts[name] = &Item[*mcp.Prompt]{Key: name, Server: s.Name, Orig: p.Name, Def: &d, hash: defHash(&d, s.Name, p.Name)}
+			c.prompts[name] = &Item[*mcp.Prompt]{Key: name, Server: s.Name, Orig: p.Name, Def: &d, hash: defHash(&d, s.Name, p.Name), order: listOrder{rank[s.Name], i}}
 		}
-		for _, r := range s.Resources {
+		for i, r := range s.Resources {
 			if r == nil || r.URI == "" {
 				continue
 			}
 			uri := ExposedURI(s.Name, r.URI, uses[r.URI] > 1)
 			d := *r
 			d.URI = uri
-			c.resources[uri] = &Item[*mcp.Resource]{Key: uri, Server: s.Name, Orig: r.URI, Def: &d, hash: defHash(&d, s.Name, r.URI)}
+			c.resources[uri] = &Item[*mcp.Resource]{Key: uri, Server: s.Name, Orig: r.URI, Def: &d, hash: defHash(&d, s.Name, r.URI), order: listOrder{rank[s.Name], i}}
 		}
-		for _, t := range s.Templates {
+		for i, t := range s.Templates {
 			if t == nil || t.URITemplate == "" {
 				continue
 			}
 			uri := ExposedURI(s.Name, t.URITemplate, uses[t.URITemplate] > 1)
 			d := *t
 			d.URITemplate = uri
-			c.templates[uri] = &Item[*mcp.ResourceTemplate]{Key: uri, Server: s.Name, Orig: t.URITemplate, Def: &d, hash: defHash(&d, s.Name, t.URITemplate)}
+			c.templates[uri] = &Item[*mcp.ResourceTemplate]{Key: uri, Server: s.Name, Orig: t.URITemplate, Def: &d, hash: defHash(&d, s.Name, t.URITemplate), order: listOrder{rank[s.Name], i}}
 		}
 	}
 }
@@ -242,8 +310,8 @@ func limit(maxLen int) int {
 	return maxLen
 }
 
-// Entries returns all entries sorted by exposed name. Callers must not
-// modify them.
+// Entries returns all entries in list order: servers in config order, each
+// server's tools in its own order. Callers must not modify them.
 func (c *Catalog) Entries() []*Entry { return c.entries }
 
 // Lookup returns the entry with the exposed name.

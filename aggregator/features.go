@@ -9,7 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -77,19 +76,44 @@ func guard(f func(), onErr func(error)) (err error) {
 
 // request builds the upstream request context of a client request.
 func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, task string) upstream.Request {
-	r := upstream.Request{Task: task, Caller: newCaller(ctx, ss)}
+	r := upstream.Request{Task: task, Caller: newCaller(ctx, ss), Features: sessionFeatures(ss)}
 	if srv.Config().PerClient() {
 		r.Client = a.clientID(ss)
 	}
 	return r
 }
 
+// sessionFeatures are the capabilities a client session declared; a
+// request without a session (none in practice) is treated as declaring
+// everything, as mcpmux did before it looked.
+func sessionFeatures(ss *mcp.ServerSession) upstream.ClientFeatures {
+	if ss == nil {
+		return upstream.AllFeatures
+	}
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil {
+		return upstream.ClientFeatures{}
+	}
+	return upstream.FeaturesOf(p.Capabilities)
+}
+
+// mapRPCError maps the server's name (or URI) of an item in a server's
+// JSON-RPC error back to the exposed one.
+func mapRPCError(err error, orig, exposed string) error {
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) {
+		return &jsonrpc.Error{Code: rpc.Code, Message: mapNames(rpc.Message, orig, exposed), Data: rpc.Data}
+	}
+	return err
+}
+
 // rpcError turns an upstream failure into the JSON-RPC error a client
-// gets for a prompt, resource or completion request.
+// gets for a prompt, resource or completion request: a server's own
+// JSON-RPC error is passed through.
 func rpcError(what string, server string, err error) error {
 	var rpc *upstream.RPCError
 	if errors.As(err, &rpc) {
-		return &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message}
+		return &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s on server %q failed: %v", what, server, err)}
 }
@@ -103,7 +127,12 @@ func (a *Aggregator) server(name string) (*upstream.Server, error) {
 }
 
 func (a *Aggregator) promptHandler(it *Item[*mcp.Prompt]) mcp.PromptHandler {
-	server, name := it.Server, it.Orig
+	return a.getPrompt(it.Server, it.Orig, it.Key)
+}
+
+// getPrompt gets the prompt the server knows as name and the client as
+// exposed.
+func (a *Aggregator) getPrompt(server, name, exposed string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		srv, err := a.server(server)
 		if err != nil {
@@ -114,7 +143,7 @@ func (a *Aggregator) promptHandler(it *Item[*mcp.Prompt]) mcp.PromptHandler {
 			Name: name, Arguments: req.Params.Arguments, Meta: forwardMeta(req.Params.Meta, task),
 		})
 		if err != nil {
-			return nil, rpcError("getting prompt "+name, server, err)
+			return nil, mapRPCError(rpcError("getting prompt "+name, server, err), name, exposed)
 		}
 		return res, nil
 	}
@@ -149,7 +178,7 @@ func (a *Aggregator) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	task := a.taskOf(req.Params.Meta, req.Extra)
 	res, err := srv.ReadResource(ctx, a.request(ctx, srv, req.Session, task), &mcp.ReadResourceParams{URI: orig, Meta: forwardMeta(req.Params.Meta, task)})
 	if err != nil {
-		return nil, rpcError("reading "+orig, server, err)
+		return nil, mapRPCError(rpcError("reading "+orig, server, err), orig, exposed)
 	}
 	if orig != exposed {
 		for _, c := range res.Contents {
@@ -159,26 +188,6 @@ func (a *Aggregator) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 		}
 	}
 	return res, nil
-}
-
-// findResource returns the server and the server's URI of an exposed
-// resource URI: a listed resource, or one matching a template.
-func findResource(v *view, uri string) (server, orig string, ok bool) {
-	if it := v.resources[uri]; it != nil {
-		return it.Server, it.Orig, true
-	}
-	for _, key := range sortedKeys(v.templates) {
-		it := v.templates[key]
-		t, err := uritemplate.New(it.Key)
-		if err != nil || t.Match(uri) == nil {
-			continue
-		}
-		if it.Key != it.Orig {
-			return it.Server, strings.TrimPrefix(uri, URIPrefix+it.Server+"/"), true
-		}
-		return it.Server, uri, true
-	}
-	return "", "", false
 }
 
 // subscriptions counts clients subscribed to each resource of a server
@@ -195,10 +204,11 @@ func subKey(server string, client upstream.ClientID, uri string) string {
 
 func (a *Aggregator) subscribe(p *profile) func(context.Context, *mcp.SubscribeRequest) error {
 	return func(ctx context.Context, req *mcp.SubscribeRequest) error {
-		server, orig, ok := findResource(p.view.Load(), req.Params.URI)
+		route, ok := routeURI(p.view.Load(), req.Params.URI, true)
 		if !ok {
 			return mcp.ResourceNotFoundError(req.Params.URI)
 		}
+		server, orig := route.server, route.orig
 		srv, err := a.server(server)
 		if err != nil {
 			return err
@@ -212,7 +222,7 @@ func (a *Aggregator) subscribe(p *profile) func(context.Context, *mcp.SubscribeR
 		defer a.subs.mu.Unlock()
 		if a.subs.n[key] == 0 {
 			if err := srv.Subscribe(ctx, r, orig); err != nil {
-				return rpcError("subscribing to "+orig, server, err)
+				return mapRPCError(rpcError("subscribing to "+orig, server, err), orig, req.Params.URI)
 			}
 		}
 		a.subs.n[key]++
@@ -222,10 +232,11 @@ func (a *Aggregator) subscribe(p *profile) func(context.Context, *mcp.SubscribeR
 
 func (a *Aggregator) unsubscribe(p *profile) func(context.Context, *mcp.UnsubscribeRequest) error {
 	return func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-		server, orig, ok := findResource(p.view.Load(), req.Params.URI)
+		route, ok := routeURI(p.view.Load(), req.Params.URI, true)
 		if !ok {
 			return nil
 		}
+		server, orig := route.server, route.orig
 		srv, err := a.server(server)
 		if err != nil {
 			return nil
@@ -241,7 +252,7 @@ func (a *Aggregator) unsubscribe(p *profile) func(context.Context, *mcp.Unsubscr
 		if a.subs.n[key] == 0 {
 			delete(a.subs.n, key)
 			if err := srv.Unsubscribe(ctx, r, orig); err != nil {
-				return rpcError("unsubscribing from "+orig, server, err)
+				return mapRPCError(rpcError("unsubscribing from "+orig, server, err), orig, req.Params.URI)
 			}
 		}
 		return nil
@@ -320,8 +331,8 @@ func (a *Aggregator) complete(p *profile) func(context.Context, *mcp.CompleteReq
 		case "ref/resource":
 			if it := v.templates[ref.URI]; it != nil {
 				server, fwd.URI = it.Server, it.Orig
-			} else if s, orig, ok := findResource(v, ref.URI); ok {
-				server, fwd.URI = s, orig
+			} else if route, ok := routeURI(v, ref.URI, false); ok {
+				server, fwd.URI = route.server, route.orig
 			} else {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource %q", ref.URI)}
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -28,6 +29,14 @@ type HTTPOptions struct {
 	// AllowedOrigins are browser origins allowed besides the loopback ones
 	// and those of the settings (patterns as in config.ParseOrigin).
 	AllowedOrigins []string
+}
+
+// eventStoreBytes bounds the memory of the event store that lets HTTP
+// clients resume a dropped stream: the messages of all sessions together,
+// oldest dropped first, twice max_result_bytes so that the largest result
+// fits with room to spare. Each session's messages go when it ends.
+func eventStoreBytes(s *config.Settings) int {
+	return int(max(2*int64(s.MaxResultBytes), 4<<20))
 }
 
 // HTTPHandler serves the default profile at /mcp, each profile at
@@ -106,7 +115,9 @@ func (a *Aggregator) serveMCP(w http.ResponseWriter, r *http.Request, o *HTTPOpt
 		}
 		defer done()
 	}
-	p.httpHandler(a, o).ServeHTTP(w, r)
+	sw := newSSEWriter(w)
+	defer sw.finish()
+	p.httpHandler(a, o).ServeHTTP(sw, r)
 }
 
 // sessionIDHeader is the Streamable HTTP session header.
@@ -123,7 +134,10 @@ func (p *profile) httpHandler(a *Aggregator, o *HTTPOptions) *mcp.StreamableHTTP
 		// max_request_bytes: both follow reloads.
 		SessionTimeout:      0,
 		MaxRequestBodyBytes: -1,
-		Logger:              logs.QuietInfo(a.log.With("component", "http", "profile", p.name)),
+		// Priming events, event ids and replay on Last-Event-ID (see
+		// sse.go and eventStoreBytes).
+		EventStore: a.events,
+		Logger:     logs.QuietInfo(a.log.With("component", "http", "profile", p.name)),
 	})
 	if p.http.CompareAndSwap(nil, h) {
 		return h

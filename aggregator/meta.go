@@ -215,7 +215,7 @@ type FindResult struct {
 }
 
 // metaFindTools searches the caller's current catalog.
-func (a *Aggregator) metaFindTools(_ context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult {
+func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	name := metaName(p.view.Load().settings.Separator, config.MetaToolFindTools)
 	var args struct {
 		Query string `json:"query"`
@@ -229,7 +229,14 @@ func (a *Aggregator) metaFindTools(_ context.Context, p *profile, req *mcp.CallT
 		limit = defaultFindLimit
 	}
 	limit = min(limit, maxFindLimit)
-	found := findTools(p.view.Load(), args.Query)
+	v := p.view.Load()
+	// What the caller's tool list would show: not the tools its servers
+	// list only to clients with capabilities it lacks.
+	listed := map[*Entry]bool{}
+	for _, e := range a.sessionTools(ctx, v, req.Session) {
+		listed[e] = true
+	}
+	found := slices.DeleteFunc(findTools(v, args.Query), func(e *Entry) bool { return !listed[e] })
 	out := FindResult{Tools: []FoundTool{}, Total: len(found)}
 	var b strings.Builder
 	switch {

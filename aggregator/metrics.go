@@ -39,6 +39,7 @@ func failureOutcome(ctx, cctx context.Context, err error) string {
 		lost        *upstream.LostError
 		rpc         *upstream.RPCError
 		atLimit     *upstream.LimitError
+		resultLost  *upstream.ResultLostError
 	)
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
@@ -49,7 +50,7 @@ func failureOutcome(ctx, cctx context.Context, err error) string {
 		return metrics.OutcomeAtLimit
 	case errors.As(err, &unavailable):
 		return metrics.OutcomeUnavailable
-	case errors.As(err, &lost):
+	case errors.As(err, &lost), errors.As(err, &resultLost):
 		return metrics.OutcomeLost
 	case errors.As(err, &rpc):
 		return metrics.OutcomeRejected

@@ -1,7 +1,10 @@
 package aggregator
 
 import (
+	"slices"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpmux/mcpmux/config"
 )
@@ -28,6 +31,16 @@ type view struct {
 	prompts   map[string]*Item[*mcp.Prompt]
 	resources map[string]*Item[*mcp.Resource]
 	templates map[string]*Item[*mcp.ResourceTemplate]
+
+	// The lists as clients get them: servers in config order, each
+	// server's items in its order, then mcpmux's meta tools.
+	toolList     []*Entry
+	promptList   []*Item[*mcp.Prompt]
+	resourceList []*Item[*mcp.Resource]
+	templateList []*Item[*mcp.ResourceTemplate]
+	// matchers are templateList's templates, compiled; nil for one that
+	// does not compile.
+	matchers []*uritemplate.Template
 }
 
 // newView computes the view of profile name (DefaultProfile for the
@@ -66,10 +79,34 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 	}
 	v.addMetaTools(blocked)
 	v.measureNames()
-	v.prompts = inProfile(v, cat.prompts)
-	v.resources = inProfile(v, cat.resources)
-	v.templates = inProfile(v, cat.templates)
+	for _, e := range cat.Entries() {
+		if v.visible[e.Name] == e {
+			v.toolList = append(v.toolList, e)
+		}
+	}
+	for _, m := range metaTools {
+		if e := v.visible[metaName(settings.Separator, m.def.Name)]; e != nil && e.meta != nil {
+			v.toolList = append(v.toolList, e)
+		}
+	}
+	v.prompts, v.promptList = inProfile(v, cat.prompts)
+	v.resources, v.resourceList = inProfile(v, cat.resources)
+	v.templates, v.templateList = inProfile(v, cat.templates)
+	for _, it := range v.templateList {
+		t, _ := uritemplate.New(it.Key)
+		v.matchers = append(v.matchers, t)
+	}
 	return v
+}
+
+// matchTemplate returns the first template of the view that matches uri.
+func (v *view) matchTemplate(uri string) (*Item[*mcp.ResourceTemplate], bool) {
+	for i, t := range v.matchers {
+		if t != nil && t.Match(uri) != nil {
+			return v.templateList[i], true
+		}
+	}
+	return nil, false
 }
 
 // measureNames records the lengths resolve bounds its lookups by.
@@ -97,15 +134,19 @@ func (v *view) resolvable(name string) bool {
 	return len(name) <= max(v.longestName, v.longestTool)+MaxNameLength
 }
 
-// inProfile keeps the items of the profile's servers.
-func inProfile[T any](v *view, all map[string]*Item[T]) map[string]*Item[T] {
+// inProfile keeps the items of the profile's servers, as a map and in list
+// order.
+func inProfile[T any](v *view, all map[string]*Item[T]) (map[string]*Item[T], []*Item[T]) {
 	out := make(map[string]*Item[T], len(all))
+	var list []*Item[T]
 	for k, it := range all {
 		if v.hasServer(it.Server) {
 			out[k] = it
+			list = append(list, it)
 		}
 	}
-	return out
+	slices.SortFunc(list, func(a, b *Item[T]) int { return a.order.compare(b.order) })
+	return out, list
 }
 
 // hasServer reports whether the profile includes the server.

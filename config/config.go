@@ -24,6 +24,7 @@ const (
 	DefaultTimeout        = 900 * time.Second
 	DefaultConnectTimeout = 60 * time.Second
 	DefaultIdleTimeout    = 10 * time.Minute
+	DefaultResumeTimeout  = 5 * time.Second
 
 	// HTTP front (see security.go).
 	DefaultMaxSessions        = 1000
@@ -71,6 +72,11 @@ type Server struct {
 	// session: per-client server; a call that would open one more gets an
 	// isError result. Zero means unlimited (max_sessions still bounds it).
 	MaxClients int `koanf:"max_clients"`
+	// ResumeTimeout is how long a Streamable HTTP server that closed a
+	// call's stream before answering may send nothing on the stream mcpmux
+	// resumed, before the call is given up as lost. Zero means
+	// DefaultResumeTimeout.
+	ResumeTimeout time.Duration `koanf:"resume_timeout"`
 
 	// File is the path the server was read from; Hash identifies its
 	// content, so that an unchanged file can be recognised on reload.
@@ -145,6 +151,9 @@ func (s *Server) normalize(stem string) {
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = DefaultIdleTimeout
 	}
+	if s.ResumeTimeout == 0 {
+		s.ResumeTimeout = DefaultResumeTimeout
+	}
 }
 
 // Validate reports the first problem that makes the server unusable.
@@ -183,7 +192,7 @@ func (s *Server) Validate() error {
 	for _, d := range []struct {
 		field string
 		v     time.Duration
-	}{{"timeout", s.Timeout}, {"idle_timeout", s.IdleTimeout}, {"connect_timeout", s.ConnectTimeout}} {
+	}{{"timeout", s.Timeout}, {"idle_timeout", s.IdleTimeout}, {"connect_timeout", s.ConnectTimeout}, {"resume_timeout", s.ResumeTimeout}} {
 		if d.v < 0 {
 			return fieldErr(d.field, fmt.Errorf("must not be negative"))
 		}

@@ -21,6 +21,9 @@ var fixtures = map[string]func() *mcp.Server{
 	"collide": collideFixture,
 	"rich":    richFixture,
 	"all":     allFixture,
+	// conformance is the reference-style server of the conformance
+	// suite's runs (conformance_fixture_test.go).
+	"conformance": conformanceFixture,
 }
 
 // runFixture serves mode on stdio, or misbehaves as the mode says.

@@ -72,6 +72,15 @@ func (c *conn) begin(token string, r *inflight) func() {
 	}
 }
 
+// detach takes the caller off a running request: it can no longer be
+// reached for it (see CallParams.StreamClosed), so what the server asks
+// meanwhile is not its to answer.
+func (c *conn) detach(r *inflight) {
+	c.mu.Lock()
+	r.caller = nil
+	c.mu.Unlock()
+}
+
 // progressLinger is how long a finished request's progress token is still
 // routed.
 const progressLinger = 2 * time.Second
@@ -119,31 +128,15 @@ func forwardError(method string, err error) error {
 }
 
 // clientOptions are the handlers through which a server reaches the
-// clients of its calls.
-func (c *conn) clientOptions() *mcp.ClientOptions {
+// clients of its calls, for a connection that declares the features f.
+// Sampling and elicitation are declared by their handlers, so a handler is
+// only set for a feature in f.
+func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 	s := c.srv
-	return &mcp.ClientOptions{
-		// Roots, sampling and elicitation are offered to servers and
-		// forwarded to the calling client; one that lacks them gets a clear
-		// error (see Caller).
-		Capabilities: &mcp.ClientCapabilities{
-			RootsV2:     &mcp.RootCapabilities{},
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
-		},
-		CreateMessageWithToolsHandler: func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-			cl, err := c.caller()
-			if err != nil {
-				return nil, forwardError("sampling/createMessage", err)
-			}
-			return cl.CreateMessage(ctx, req.Params)
-		},
-		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			cl, err := c.caller()
-			if err != nil {
-				return nil, forwardError("elicitation/create", err)
-			}
-			return cl.Elicit(ctx, req.Params)
-		},
+	opts := &mcp.ClientOptions{
+		// What is declared is forwarded to the calling client; one that
+		// lacks it gets a clear error (see Caller).
+		Capabilities:               f.capabilities(),
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.signalRefresh() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.signalRefresh() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.signalRefresh() },
@@ -177,6 +170,25 @@ func (c *conn) clientOptions() *mcp.ClientOptions {
 		KeepAliveFailureThreshold: keepAliveFailures,
 		Logger:                    s.sdkLog,
 	}
+	if f.Sampling {
+		opts.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			cl, err := c.caller()
+			if err != nil {
+				return nil, forwardError("sampling/createMessage", err)
+			}
+			return cl.CreateMessage(ctx, req.Params)
+		}
+	}
+	if f.FormElicitation || f.URLElicitation {
+		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			cl, err := c.caller()
+			if err != nil {
+				return nil, forwardError("elicitation/create", err)
+			}
+			return cl.Elicit(ctx, req.Params)
+		}
+	}
+	return opts
 }
 
 // rootsHandler answers roots/list for the server; the go-sdk client

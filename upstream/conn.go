@@ -67,14 +67,15 @@ type conn struct {
 }
 
 // dial connects to the server described by srv.cfg, under the connect
-// timeout. task, when set, is put into a child's environment as TASK_ID.
-func (srv *Server) dial(parent context.Context, task string) (*conn, error) {
+// timeout, declaring the client features f. task, when set, is put into a
+// child's environment as TASK_ID.
+func (srv *Server) dial(parent context.Context, task string, f ClientFeatures) (*conn, error) {
 	// The context given to Connect must outlive dial: the SSE transport
 	// keeps its event stream on it. So the connect timeout is a timer that
 	// cancels it, stopped once connected, and close cancels it for good.
 	ctx, cancel := context.WithCancel(parent)
 	timer := time.AfterFunc(srv.connectTimeout(), cancel)
-	c, err := srv.connect(ctx, task)
+	c, err := srv.connect(ctx, task, f)
 	if timedOut := !timer.Stop(); err == nil && timedOut {
 		c.close()
 		err = fmt.Errorf("no answer within %v", srv.connectTimeout())
@@ -88,12 +89,12 @@ func (srv *Server) dial(parent context.Context, task string) (*conn, error) {
 }
 
 // connect opens the session; ctx bounds the attempt and the connection.
-func (srv *Server) connect(ctx context.Context, task string) (*conn, error) {
+func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (*conn, error) {
 	c := &conn{srv: srv, started: time.Now(), task: task, gate: newProgressGate(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
 	if srv.cfg.PerClient() {
 		c.limit = newLimiter(srv.cfg.MaxConcurrency)
 	}
-	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions())
+	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions(f))
 	client.AddReceivingMiddleware(c.rootsMiddleware)
 	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocol}
 

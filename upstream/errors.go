@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -34,6 +35,7 @@ type RPCError struct {
 	Server  string
 	Code    int64
 	Message string
+	Data    json.RawMessage // the error's data, if any
 }
 
 func (e *RPCError) Error() string {

@@ -21,6 +21,9 @@ type Features struct {
 	Subscribe bool
 	// Completions reports whether the server supports completion/complete.
 	Completions bool
+	// Instructions are the server's instructions from its initialize
+	// result: how to use it, for the model.
+	Instructions string
 }
 
 const (
@@ -33,20 +36,17 @@ const (
 func listFeatures(ctx context.Context, cs *mcp.ClientSession) (Features, error) {
 	var f Features
 	caps := &mcp.ServerCapabilities{}
-	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
-		caps = ir.Capabilities
+	if ir := cs.InitializeResult(); ir != nil {
+		f.Instructions = ir.Instructions
+		if ir.Capabilities != nil {
+			caps = ir.Capabilities
+		}
 	}
 	var err error
 	// Tools are listed even when not advertised: some servers forget the
 	// capability, and a server without tools answers with an empty list or
 	// an error we can report.
-	if f.Tools, err = listAll(ctx, "tools", func(c string) ([]*mcp.Tool, string, error) {
-		r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Tools, r.NextCursor, nil
-	}); err != nil {
+	if f.Tools, err = listTools(ctx, cs); err != nil {
 		if caps.Tools != nil {
 			return f, fmt.Errorf("listing tools: %w", err)
 		}
@@ -89,6 +89,17 @@ func listFeatures(ctx context.Context, cs *mcp.ClientSession) (Features, error) 
 	}
 	f.Completions = caps.Completions != nil
 	return f, nil
+}
+
+// listTools fetches every page of the server's tools.
+func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	return listAll(ctx, "tools", func(c string) ([]*mcp.Tool, string, error) {
+		r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Tools, r.NextCursor, nil
+	})
 }
 
 // encodeSchemas replaces a freshly listed tool's schemas, decoded by the

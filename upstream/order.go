@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -138,9 +139,11 @@ type progressBodies struct {
 }
 
 func (t *progressBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	watch, resumed := watchRequest(req)
 	resp, err := t.base.RoundTrip(req)
+
 	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body = &sseCounter{ReadCloser: resp.Body, gate: t.gate}
+		resp.Body = &sseCounter{ReadCloser: resp.Body, gate: t.gate, watch: watch, resumed: resumed}
 	}
 	return resp, err
 }
@@ -170,6 +173,11 @@ type sseCounter struct {
 	gate *progressGate
 	line []byte // the current line so far, up to maxCountedLine
 	long bool   // the current line is longer than that
+	// watch, if set, follows the streams of the call this one is for (see
+	// resume.go); resumed says this one resumes it.
+	watch   *streamWatch
+	resumed bool
+	data    bool // the current line is a data line
 }
 
 func (b *sseCounter) Read(p []byte) (int, error) {
@@ -182,6 +190,7 @@ func (b *sseCounter) Read(p []byte) (int, error) {
 		}
 		if !b.long {
 			if len(b.line)+len(part) > maxCountedLine {
+				b.data = bytes.HasPrefix(b.line, []byte("data:"))
 				b.long, b.line = true, b.line[:0]
 			} else {
 				b.line = append(b.line, part...)
@@ -193,8 +202,38 @@ func (b *sseCounter) Read(p []byte) (int, error) {
 		if !b.long && isGatedEvent(b.line) {
 			b.gate.sawRead()
 		}
-		b.line, b.long = b.line[:0], false
+		if b.watch != nil {
+			b.watchLine()
+		}
+		b.line, b.long, b.data = b.line[:0], false, false
 		rest = rest[i+1:]
 	}
+	if err != nil && b.watch != nil {
+		b.watch.streamEnded(b.resumed)
+	}
 	return n, err
+}
+
+// watchLine tells the watch what a complete line of the stream says: its
+// retry field, its event ids, and whether it carries a message.
+func (b *sseCounter) watchLine() {
+	line := bytes.TrimRight(b.line, "\r")
+	switch {
+	case b.long:
+		if b.data {
+			b.watch.sawData(b.resumed)
+		}
+	case bytes.HasPrefix(line, []byte("retry:")):
+		if ms, err := strconv.Atoi(string(bytes.TrimSpace(line[len("retry:"):]))); err == nil && ms >= 0 {
+			b.watch.sawRetry(time.Duration(ms) * time.Millisecond)
+		}
+	case bytes.HasPrefix(line, []byte("id:")):
+		if len(bytes.TrimSpace(line[len("id:"):])) > 0 {
+			b.watch.sawEventID(b.resumed)
+		}
+	case bytes.HasPrefix(line, []byte("data:")):
+		if len(bytes.TrimSpace(line[len("data:"):])) > 0 {
+			b.watch.sawData(b.resumed)
+		}
+	}
 }

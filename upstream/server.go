@@ -132,6 +132,7 @@ type Server struct {
 	limit    limiter       // max_concurrency of a shared server; nil: unlimited
 	cur      *conn         // the shared connection while up
 	features Features      // last known lists; kept while restarting
+	probes   toolProbes    // what the server lists to clients with fewer features
 	clients  map[ClientID]*conn
 	dialing  map[ClientID]chan struct{}
 	logLevel mcp.LoggingLevel // the clients' lowest logging/setLevel; "" until one sets it
@@ -227,6 +228,15 @@ func (s *Server) PIDs() []int {
 	}
 	slices.Sort(pids)
 	return pids
+}
+
+// resumeTimeout is how long a resumed stream may stay silent (see
+// resume.go).
+func (s *Server) resumeTimeout() time.Duration {
+	if s.cfg.ResumeTimeout > 0 {
+		return s.cfg.ResumeTimeout
+	}
+	return config.DefaultResumeTimeout
 }
 
 func (s *Server) connectTimeout() time.Duration {
@@ -355,6 +365,7 @@ func (s *Server) failed(err error) (withdrawn bool) {
 	s.setState(StateFailed, err)
 	if s.failures == withdrawAfter && !s.features.same(Features{}) {
 		s.features = Features{}
+		s.probes.reset()
 		return true
 	}
 	return false
@@ -370,7 +381,7 @@ func connLostError(err error) error {
 
 // connectAndList dials and fetches the lists.
 func (s *Server) connectAndList() (*conn, Features, error) {
-	c, err := s.dial(s.ctx, "")
+	c, err := s.dial(s.ctx, "", AllFeatures)
 	if err != nil {
 		return nil, Features{}, err
 	}
@@ -397,6 +408,8 @@ func (s *Server) setUp(c *conn, f Features) bool {
 	s.cur = c
 	changed := !s.features.same(f)
 	s.features = f
+	// A new connection may list differently to a probe than the last one.
+	s.probes.reset()
 	s.failures = 0
 	s.setState(StateUp, nil)
 	s.mu.Unlock()
@@ -433,6 +446,7 @@ func (s *Server) refreshLoop(c *conn) {
 		changed := s.cur == c && !s.features.same(f)
 		if changed {
 			s.features = f
+			s.probes.reset()
 		}
 		s.mu.Unlock()
 		if changed {
@@ -459,6 +473,10 @@ type Request struct {
 	Client ClientID // caller's session, for per-client servers
 	Task   string   // caller's task id, for the environment of a per-client child
 	Caller Caller   // receives the server's requests and logs meanwhile; may be nil
+	// Features are the caller's capabilities, which its own connection to a
+	// per-client server declares; the zero value declares none (use
+	// AllFeatures for a caller without known capabilities).
+	Features ClientFeatures
 }
 
 // CallParams is one tool call for a server.
@@ -468,12 +486,25 @@ type CallParams struct {
 	// Progress, if set, receives the server's progress notifications for
 	// the call (with mcpmux's token; the caller maps it back).
 	Progress func(context.Context, *mcp.ProgressNotificationParams)
+	// StreamClosed, if set, is called when a Streamable HTTP server closed
+	// the call's response stream before answering and mcpmux reconnects to
+	// resume it, with the retry delay the server asked for (see resume.go).
+	// It returns whether the caller can no longer be reached for this call
+	// (its own stream closed for good): the server's requests during the
+	// rest of the call are then not its.
+	StreamClosed func(retry time.Duration) (unreachable bool)
+}
+
+// hooks are what a request's caller wants to hear about while it runs.
+type hooks struct {
+	progress     func(context.Context, *mcp.ProgressNotificationParams)
+	streamClosed func(retry time.Duration) (unreachable bool)
 }
 
 // CallTool calls a tool on the server. Errors are of the types in errors.go
 // or the context's error; a tool's own failure is a result with IsError.
 func (s *Server) CallTool(ctx context.Context, p CallParams) (*mcp.CallToolResult, error) {
-	return run(ctx, s, p.Request, p.Progress, func(ctx context.Context, cs *mcp.ClientSession, token string) (*mcp.CallToolResult, error) {
+	return run(ctx, s, p.Request, hooks{p.Progress, p.StreamClosed}, func(ctx context.Context, cs *mcp.ClientSession, token string) (*mcp.CallToolResult, error) {
 		params := *p.Params
 		if p.Progress != nil {
 			params.Meta = withProgressToken(params.Meta, token)
@@ -484,21 +515,21 @@ func (s *Server) CallTool(ctx context.Context, p CallParams) (*mcp.CallToolResul
 
 // GetPrompt gets a prompt from the server.
 func (s *Server) GetPrompt(ctx context.Context, r Request, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
-	return run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.GetPromptResult, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.GetPromptResult, error) {
 		return cs.GetPrompt(ctx, p)
 	})
 }
 
 // ReadResource reads a resource from the server.
 func (s *Server) ReadResource(ctx context.Context, r Request, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
-	return run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.ReadResourceResult, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.ReadResourceResult, error) {
 		return cs.ReadResource(ctx, p)
 	})
 }
 
 // Complete asks the server for completions.
 func (s *Server) Complete(ctx context.Context, r Request, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	return run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.CompleteResult, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.CompleteResult, error) {
 		return cs.Complete(ctx, p)
 	})
 }
@@ -506,7 +537,7 @@ func (s *Server) Complete(ctx context.Context, r Request, p *mcp.CompleteParams)
 // Subscribe subscribes to updates of a resource, on the caller's
 // connection (the shared one, or the caller's own).
 func (s *Server) Subscribe(ctx context.Context, r Request, uri string) error {
-	_, err := run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
+	_, err := run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
 		return struct{}{}, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	})
 	return err
@@ -514,7 +545,7 @@ func (s *Server) Subscribe(ctx context.Context, r Request, uri string) error {
 
 // Unsubscribe ends a subscription made with Subscribe.
 func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
-	_, err := run(ctx, s, r, nil, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
+	_, err := run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
 		return struct{}{}, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
 	return err
@@ -526,16 +557,16 @@ func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
 // An HTTP server that answers "unknown session" has not run the request:
 // it restarted and forgot us. Then the request is sent once more, on the
 // new session, so that the client never sees that restart.
-func run[R any](ctx context.Context, s *Server, r Request, progress func(context.Context, *mcp.ProgressNotificationParams), send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
-	res, err := runOnce(ctx, s, r, progress, send)
+func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
+	res, err := runOnce(ctx, s, r, h, send)
 	if errors.Is(err, errSessionLost) {
 		s.log.Info("resending the request on a new session")
-		res, err = runOnce(ctx, s, r, progress, send)
+		res, err = runOnce(ctx, s, r, h, send)
 	}
 	return res, err
 }
 
-func runOnce[R any](ctx context.Context, s *Server, r Request, progress func(context.Context, *mcp.ProgressNotificationParams), send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
+func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
 	var zero R
 	if !s.cfg.PerClient() {
 		free, err := s.limit.take(ctx)
@@ -544,7 +575,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, progress func(con
 		}
 		defer free()
 	}
-	c, err := s.acquire(ctx, r.Client, r.Task)
+	c, err := s.acquire(ctx, r)
 	if err != nil {
 		return zero, err
 	}
@@ -557,11 +588,26 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, progress func(con
 		defer free()
 	}
 	// Stop cancels the request with a *StoppedError as the cause when it
-	// runs past the grace period.
+	// runs past the grace period; a resumed stream that stays silent, with
+	// a *ResultLostError.
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	req := &inflight{caller: r.Caller, progress: h.progress, cancel: cancel}
+	if s.cfg.IsRemote() {
+		var closed func(time.Duration)
+		if h.streamClosed != nil {
+			closed = func(retry time.Duration) {
+				if h.streamClosed(retry) {
+					c.detach(req)
+				}
+			}
+		}
+		var w *streamWatch
+		cctx, w = watchCall(cctx, s.cfg.Name, s.resumeTimeout(), closed, cancel)
+		defer w.finish()
+	}
 	token := newProgressToken()
-	defer c.begin(token, &inflight{caller: r.Caller, progress: progress, cancel: cancel})()
+	defer c.begin(token, req)()
 	res, err := send(cctx, c.cs, token)
 	if err != nil {
 		return zero, s.callError(ctx, cctx, c, err)
@@ -590,9 +636,12 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 	if errors.As(context.Cause(cctx), &stopped) {
 		return stopped
 	}
+	if lost := lostCause(cctx); lost != nil {
+		return lost
+	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
-		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message}
+		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
 	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		// The HTTP server forgot our session (it restarted): reconnect. No
@@ -607,6 +656,11 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 		// rather than find this one before the supervisor notices.
 		c.stopTaking()
 		return &LostError{Server: s.cfg.Name, Err: c.lostReason(err)}
+	}
+	if w := watchOf(cctx); w != nil {
+		if lost := w.failure(); lost != nil {
+			return lost
+		}
 	}
 	return &LostError{Server: s.cfg.Name, Err: err}
 }
@@ -633,9 +687,9 @@ func isClosed(c *conn) bool {
 }
 
 // acquire returns a connection for a call, registered as in flight.
-func (s *Server) acquire(ctx context.Context, client ClientID, task string) (*conn, error) {
+func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
 	if s.cfg.PerClient() {
-		return s.acquireClient(ctx, client, task)
+		return s.acquireClient(ctx, r.Client, r.Task, r.Features)
 	}
 	var patience <-chan time.Time // started at the first wait for a restart
 	for {
@@ -685,8 +739,9 @@ var (
 	errRetired      = errors.New("the server was removed or changed by a config reload")
 )
 
-// acquireClient returns the caller's own connection, opening it on first use.
-func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*conn, error) {
+// acquireClient returns the caller's own connection, opening it on first
+// use with the caller's features.
+func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f ClientFeatures) (*conn, error) {
 	for {
 		s.mu.Lock()
 		if s.state == StateStopped {
@@ -717,7 +772,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string) (*
 		s.dialing[id] = wait
 		s.mu.Unlock()
 
-		c, err := s.dial(s.ctx, task)
+		c, err := s.dial(s.ctx, task, f)
 		if err == nil {
 			s.applyLogLevel(ctx, c)
 		}

@@ -1,0 +1,207 @@
+package aggregator
+
+import (
+	"context"
+	"encoding/base64"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// This file answers tools/list, prompts/list, resources/list and
+// resources/templates/list. The SDK would list what is registered sorted
+// by name; clients get each server's items in the server's own order
+// instead (servers in config order), and a client's tool list leaves out
+// the tools its servers would not list to a client with its capabilities.
+// Items are still registered with the SDK, which routes calls, reads and
+// gets to their handlers.
+
+// listPageSize is how many items a page holds, as the SDK's default.
+const listPageSize = mcp.DefaultPageSize
+
+// listMiddleware answers the list requests of p's clients from p's view.
+func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch r := req.(type) {
+			case *mcp.ListToolsRequest:
+				tools := a.sessionTools(ctx, p.view.Load(), r.Session)
+				var cursor string
+				if r.Params != nil {
+					cursor = r.Params.Cursor
+				}
+				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, func(e *Entry) *mcp.Tool { return e.Def })
+				if err != nil {
+					return nil, err
+				}
+				return &mcp.ListToolsResult{Tools: defs, NextCursor: next, Cacheable: publicCache}, nil
+			case *mcp.ListPromptsRequest:
+				var cursor string
+				if r.Params != nil {
+					cursor = r.Params.Cursor
+				}
+				defs, next, err := page(p.view.Load().promptList, itemKey, cursor, itemDef)
+				if err != nil {
+					return nil, err
+				}
+				return &mcp.ListPromptsResult{Prompts: defs, NextCursor: next, Cacheable: publicCache}, nil
+			case *mcp.ListResourcesRequest:
+				var cursor string
+				if r.Params != nil {
+					cursor = r.Params.Cursor
+				}
+				defs, next, err := page(p.view.Load().resourceList, itemKey, cursor, itemDef)
+				if err != nil {
+					return nil, err
+				}
+				return &mcp.ListResourcesResult{Resources: defs, NextCursor: next, Cacheable: publicCache}, nil
+			case *mcp.ListResourceTemplatesRequest:
+				var cursor string
+				if r.Params != nil {
+					cursor = r.Params.Cursor
+				}
+				defs, next, err := page(p.view.Load().templateList, itemKey, cursor, itemDef)
+				if err != nil {
+					return nil, err
+				}
+				return &mcp.ListResourceTemplatesResult{ResourceTemplates: defs, NextCursor: next, Cacheable: publicCache}, nil
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// publicCache is what the SDK's own list handlers answer: no TTL, and the
+// spec's default scope written out.
+var publicCache = mcp.Cacheable{CacheScope: "public"}
+
+func itemKey[T any](it *Item[T]) string { return it.Key }
+func itemDef[T any](it *Item[T]) T      { return it.Def }
+
+// page returns the page of items after cursor, and the cursor of the next
+// page ("" after the last). A cursor names the last item of its page; if
+// that item has left the list meanwhile, listing goes on from the position
+// the cursor also records, so that a list changing under a client neither
+// fails nor loops.
+func page[T, D any](items []T, key func(T) string, cursor string, def func(T) D) ([]D, string, error) {
+	start := 0
+	if cursor != "" {
+		c, ok := decodeCursor(cursor)
+		if !ok {
+			return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+		}
+		start = min(c.pos, len(items))
+		if i := slices.IndexFunc(items, func(t T) bool { return key(t) == c.key }); i >= 0 {
+			start = i + 1
+		}
+	}
+	end := min(start+listPageSize, len(items))
+	out := make([]D, 0, end-start) // never JSON null
+	for _, it := range items[start:end] {
+		out = append(out, def(it))
+	}
+	next := ""
+	if end < len(items) {
+		next = encodeCursor(listCursor{key: key(items[end-1]), pos: end})
+	}
+	return out, next, nil
+}
+
+// listCursor is the position after the last item of a page.
+type listCursor struct {
+	key string // the last item's key
+	pos int    // the index after it when the page was made
+}
+
+func encodeCursor(c listCursor) string {
+	b := make([]byte, 0, len(c.key)+12)
+	b = appendUvarint(b, uint64(c.pos))
+	b = append(b, c.key...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (listCursor, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return listCursor{}, false
+	}
+	pos, n := uvarint(b)
+	if n <= 0 || pos > 1<<31 {
+		return listCursor{}, false
+	}
+	return listCursor{key: string(b[n:]), pos: int(pos)}, true
+}
+
+func appendUvarint(b []byte, x uint64) []byte {
+	for x >= 0x80 {
+		b = append(b, byte(x)|0x80)
+		x >>= 7
+	}
+	return append(b, byte(x))
+}
+
+func uvarint(b []byte) (uint64, int) {
+	var x uint64
+	for i, c := range b {
+		if i == 10 {
+			return 0, -1
+		}
+		x |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return x, i + 1
+		}
+	}
+	return 0, 0
+}
+
+// sessionTools returns the tools of v that ss may see: all of them for a
+// client that declared every capability mcpmux forwards; for one that
+// declared fewer, only those each server lists to such a client (see
+// upstream.Server.ToolsFor). A server that cannot be asked keeps its
+// tools listed.
+func (a *Aggregator) sessionTools(ctx context.Context, v *view, ss *mcp.ServerSession) []*Entry {
+	f := sessionFeatures(ss)
+	if f.ListsAll() {
+		return v.toolList
+	}
+	servers := map[string]bool{}
+	for _, e := range v.toolList {
+		if e.meta == nil {
+			servers[e.Server] = true
+		}
+	}
+	var (
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+		listed = map[string]map[string]bool{} // server → tools it lists to f; absent: all
+	)
+	for name := range servers {
+		srv := a.pool.Get(name)
+		if srv == nil {
+			continue
+		}
+		wg.Go(func() {
+			names, err := srv.ToolsFor(ctx, f)
+			if err != nil || names == nil {
+				return
+			}
+			mu.Lock()
+			listed[name] = names
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(listed) == 0 {
+		return v.toolList
+	}
+	out := make([]*Entry, 0, len(v.toolList))
+	for _, e := range v.toolList {
+		if names, ok := listed[e.Server]; ok && !names[e.Tool] {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}

@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+)
+
+// rawClient is an MCP client over stdio that works on the JSON of the
+// messages, so that what an SDK would drop or fill in (an absent field, a
+// field set to false) shows. It answers the server's requests like a host
+// with the capabilities it declared: sampling, elicitation (form and URL)
+// and roots, or none.
+type rawClient struct {
+	t      *testing.T
+	caps   bool // declares sampling, elicitation and roots
+	stdin  io.WriteCloser
+	proc   *exec.Cmd
+	writeM sync.Mutex
+
+	mu      sync.Mutex
+	nextID  int
+	waiting map[int]chan rawReply
+	notes   []json.RawMessage // notifications, in order
+	done    chan struct{}     // closed when stdout ends
+}
+
+type rawReply struct {
+	result json.RawMessage
+	err    json.RawMessage
+}
+
+// startRawClient starts cmd and initializes a session on protocol
+// 2025-11-25, after before (if not nil) returns.
+func startRawClient(t *testing.T, cmd *exec.Cmd, caps bool, before func()) (*rawClient, json.RawMessage) {
+	t.Helper()
+	c := &rawClient{t: t, caps: caps, proc: cmd, waiting: map[int]chan rawReply{}, done: make(chan struct{})}
+	var err error
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = newLogBuffer()
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.stdin.Close()
+		select {
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		_ = cmd.Wait()
+	})
+	go c.read(stdout)
+	if before != nil {
+		before()
+	}
+	capabilities := `{}`
+	if caps {
+		capabilities = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`
+	}
+	init := c.call("initialize", json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"1"}}`))
+	c.notify("notifications/initialized", nil)
+	return c, init
+}
+
+func (c *rawClient) write(msg any) {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.writeM.Lock()
+	defer c.writeM.Unlock()
+	_, _ = c.stdin.Write(append(b, '\n'))
+}
+
+// read dispatches what the server sends: answers to their callers,
+// requests to answer, notifications to the record.
+func (c *rawClient) read(stdout io.Reader) {
+	defer close(c.done)
+	r := bufio.NewReaderSize(stdout, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 1 {
+			c.dispatch(line)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *rawClient) dispatch(line []byte) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(line, &msg); err != nil {
+		return
+	}
+	switch {
+	case msg.Method != "" && len(msg.ID) > 0:
+		c.answer(msg.ID, msg.Method, msg.Params)
+	case msg.Method != "":
+		c.mu.Lock()
+		c.notes = append(c.notes, append(json.RawMessage(nil), line...))
+		c.mu.Unlock()
+	default:
+		var id int
+		if json.Unmarshal(msg.ID, &id) != nil {
+			return
+		}
+		c.mu.Lock()
+		ch := c.waiting[id]
+		delete(c.waiting, id)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- rawReply{result: msg.Result, err: msg.Error}
+		}
+	}
+}
+
+// answer replies to a request of the server as a host would.
+func (c *rawClient) answer(id json.RawMessage, method string, params json.RawMessage) {
+	reply := map[string]any{"jsonrpc": "2.0", "id": id}
+	switch {
+	case method == "ping":
+		reply["result"] = map[string]any{}
+	case !c.caps:
+		reply["error"] = map[string]any{"code": -32601, "message": "Method not found: " + method}
+	case method == "roots/list":
+		reply["result"] = map[string]any{"roots": []any{map[string]any{"uri": "file:///work/project", "name": "project"}}}
+	case method == "sampling/createMessage":
+		reply["result"] = map[string]any{"role": "assistant", "model": "test-model", "content": map[string]any{"type": "text", "text": "sampled"}}
+	case method == "elicitation/create":
+		var p struct {
+			Mode string `json:"mode"`
+		}
+		_ = json.Unmarshal(params, &p)
+		if p.Mode == "url" {
+			reply["result"] = map[string]any{"action": "decline"}
+		} else {
+			// Only the required field: the server must get just that.
+			reply["result"] = map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}
+		}
+	default:
+		reply["error"] = map[string]any{"code": -32601, "message": "Method not found: " + method}
+	}
+	c.write(reply)
+}
+
+// call sends a request and returns its result; a JSON-RPC error is
+// returned as {"error": ...}, so that it can be compared like a result.
+func (c *rawClient) call(method string, params any) json.RawMessage {
+	c.t.Helper()
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	ch := make(chan rawReply, 1)
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	c.write(msg)
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return json.RawMessage(fmt.Sprintf(`{"error":%s}`, r.err))
+		}
+		return r.result
+	case <-c.done:
+		c.t.Fatalf("%s: the server closed its output", method)
+	case <-time.After(testTimeout):
+		c.t.Fatalf("%s: no answer", method)
+	}
+	return nil
+}
+
+func (c *rawClient) notify(method string, params any) {
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	c.write(msg)
+}
+
+// notifications returns and forgets the notifications received so far.
+func (c *rawClient) notifications() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.notes
+	c.notes = nil
+	return out
+}

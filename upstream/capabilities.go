@@ -1,0 +1,262 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Client capabilities and the tools they make a server list.
+//
+// Servers may list tools according to what the client declared at
+// initialization (server-everything lists trigger-sampling-request only to
+// a client that samples, get-roots-list only to one with roots). mcpmux
+// therefore:
+//
+//   - gives a per-client connection exactly the capabilities of its client,
+//     so that the server sees what it would see directly;
+//   - gives a shared connection every capability it can forward (the
+//     calling client answers), and learns what the server would list to a
+//     client with fewer by asking it on a short-lived probe session that
+//     declares just those ([Server.ToolsFor]): first one that declares
+//     none, which shows whether the list depends on the client at all
+//     (for most servers it does not, and that is the only probe). A
+//     client is shown only what the server lists for its own
+//     capabilities.
+
+// ClientFeatures are the client capabilities mcpmux forwards to servers,
+// which are the ones that can change what a server lists. The zero value
+// has none.
+type ClientFeatures struct {
+	Roots           bool // roots/list
+	Sampling        bool // sampling/createMessage
+	SamplingTools   bool // sampling with tools (sampling.tools)
+	FormElicitation bool // elicitation/create, form mode
+	URLElicitation  bool // elicitation/create, URL mode
+}
+
+// AllFeatures is what a shared connection declares: everything mcpmux can
+// forward to the client of a call.
+var AllFeatures = ClientFeatures{Roots: true, Sampling: true, SamplingTools: true, FormElicitation: true, URLElicitation: true}
+
+// FeaturesOf returns the features a client declared; nil capabilities (a
+// caller mcpmux does not know) have them all, so that nothing is hidden
+// from an unknown caller.
+func FeaturesOf(caps *mcp.ClientCapabilities) ClientFeatures {
+	if caps == nil {
+		return AllFeatures
+	}
+	var f ClientFeatures
+	f.Roots = caps.RootsV2 != nil
+	if s := caps.Sampling; s != nil {
+		f.Sampling = true
+		f.SamplingTools = s.Tools != nil
+	}
+	if e := caps.Elicitation; e != nil {
+		// {} without modes means form, as the go-sdk reads it (the
+		// 2025-06-18 spelling).
+		f.FormElicitation = e.Form != nil || e.URL == nil
+		f.URLElicitation = e.URL != nil
+	}
+	return f
+}
+
+// String names the features, for logs.
+func (f ClientFeatures) String() string {
+	s := ""
+	add := func(on bool, name string) {
+		if on {
+			if s != "" {
+				s += ","
+			}
+			s += name
+		}
+	}
+	add(f.Roots, "roots")
+	add(f.Sampling, "sampling")
+	add(f.SamplingTools, "sampling.tools")
+	add(f.FormElicitation, "elicitation.form")
+	add(f.URLElicitation, "elicitation.url")
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// capabilities are the capabilities a connection declares for f. Sampling
+// and elicitation are declared by the presence of their handlers (see
+// conn.clientOptions), so only what the SDK takes from here is set.
+func (f ClientFeatures) capabilities() *mcp.ClientCapabilities {
+	caps := &mcp.ClientCapabilities{}
+	if f.Roots {
+		caps.RootsV2 = &mcp.RootCapabilities{}
+	}
+	if f.Sampling {
+		caps.Sampling = &mcp.SamplingCapabilities{}
+		if f.SamplingTools {
+			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
+		}
+	}
+	if f.FormElicitation || f.URLElicitation {
+		caps.Elicitation = &mcp.ElicitationCapabilities{}
+		if f.FormElicitation {
+			caps.Elicitation.Form = &mcp.FormElicitationCapabilities{}
+		}
+		if f.URLElicitation {
+			caps.Elicitation.URL = &mcp.URLElicitationCapabilities{}
+		}
+	}
+	return caps
+}
+
+// ListsAll reports whether a client with f is listed every tool a shared
+// connection lists: it has every feature that connection declares. Sampling
+// with and without tools count as one: servers decide by sampling.
+func (f ClientFeatures) ListsAll() bool {
+	f.SamplingTools = f.Sampling
+	return f.covers(AllFeatures)
+}
+
+// covers reports whether f has every feature of g.
+func (f ClientFeatures) covers(g ClientFeatures) bool {
+	return (f.Roots || !g.Roots) && (f.Sampling || !g.Sampling) && (f.SamplingTools || !g.SamplingTools) &&
+		(f.FormElicitation || !g.FormElicitation) && (f.URLElicitation || !g.URLElicitation)
+}
+
+// toolProbes caches what a server lists to clients with fewer features
+// than its catalog connection declares, per feature set. It is reset
+// whenever the server's lists or connection change.
+type toolProbes struct {
+	mu      sync.Mutex
+	results map[ClientFeatures]*probe
+}
+
+// probe is one probe session's outcome, shared by everyone who waits for it.
+type probe struct {
+	done  chan struct{}
+	names map[string]bool // tools listed; set before done is closed
+	err   error
+
+	// For the probe declaring no features: whether it lists every tool
+	// the server serves (its list does not depend on the client).
+	allOnce sync.Once
+	all     bool
+}
+
+// reset forgets every probe: the server's lists or connection changed. A
+// probe still running answers those already waiting for it.
+func (p *toolProbes) reset() {
+	p.mu.Lock()
+	p.results = nil
+	p.mu.Unlock()
+}
+
+// ToolsFor returns the names of the tools the server lists to a client with
+// features f, or nil if that is its whole list: when f.ListsAll, and when
+// the server lists the same to a client with no features at all (most
+// servers: their list does not depend on the client; a server is taken
+// never to list fewer tools to a client that declares more). Otherwise it
+// is the list of a probe session that declares f. Each probe is made once
+// per feature set and connection, and again after the server's lists
+// change; PrefetchProbe makes the first one ahead of any client. A server
+// that is not up is not probed: the caller gets nil and an error saying
+// why.
+func (s *Server) ToolsFor(ctx context.Context, f ClientFeatures) (map[string]bool, error) {
+	if f.ListsAll() {
+		return nil, nil
+	}
+	f.SamplingTools = f.Sampling // one probe for both (see ListsAll)
+	none, err := s.probeFor(ctx, ClientFeatures{})
+	if err != nil {
+		return nil, err
+	}
+	none.allOnce.Do(func() { none.all = s.listsAll(none.names) })
+	if none.all {
+		return nil, nil
+	}
+	if f == (ClientFeatures{}) {
+		return none.names, nil
+	}
+	pr, err := s.probeFor(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return pr.names, nil
+}
+
+// PrefetchProbe starts, in the background, the probe every client with
+// fewer features than a shared connection declares needs first, so that
+// its first tools/list need not wait for it.
+func (s *Server) PrefetchProbe() {
+	go func() { _, _ = s.probeFor(s.ctx, ClientFeatures{}) }()
+}
+
+// listsAll reports whether names are every tool the server lists.
+func (s *Server) listsAll(names map[string]bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.features.Tools {
+		if t != nil && !names[t.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// probeFor returns the outcome of a probe session declaring f, making the
+// probe if none was made for the current lists.
+func (s *Server) probeFor(ctx context.Context, f ClientFeatures) (*probe, error) {
+	s.mu.Lock()
+	up := s.state == StateUp
+	s.mu.Unlock()
+	if !up {
+		return nil, fmt.Errorf("server %q is not up", s.cfg.Name)
+	}
+	p := &s.probes
+	p.mu.Lock()
+	pr := p.results[f]
+	if pr == nil {
+		pr = &probe{done: make(chan struct{})}
+		if p.results == nil {
+			p.results = map[ClientFeatures]*probe{}
+		}
+		p.results[f] = pr
+		go s.runProbe(pr, f)
+	}
+	p.mu.Unlock()
+	select {
+	case <-pr.done:
+		return pr, pr.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// runProbe lists the tools on a session that declares f, then closes it.
+func (s *Server) runProbe(pr *probe, f ClientFeatures) {
+	defer close(pr.done)
+	c, err := s.dial(s.ctx, "", f)
+	if err != nil {
+		pr.err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
+		s.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)
+		return
+	}
+	defer c.close()
+	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
+	defer cancel()
+	tools, err := listTools(ctx, c.cs)
+	if err != nil {
+		pr.err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
+		s.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)
+		return
+	}
+	pr.names = make(map[string]bool, len(tools))
+	for _, t := range tools {
+		if t != nil {
+			pr.names[t.Name] = true
+		}
+	}
+	s.log.Debug("capability probe", "capabilities", f.String(), "tools", len(pr.names))
+}
