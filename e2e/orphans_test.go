@@ -38,5 +38,5 @@ func TestKillMinus9LeavesNoOrphans(t *testing.T) {
 		t.Fatal("mcpmux survived kill -9")
 	}
 	waitAllGone(t, tree)
-	p.logs.waitFor(t, regexp.MustCompile(`mcpmux is gone without closing its children: their process groups were terminated" groups=2`))
+	p.logs.waitFor(t, regexp.MustCompile(`mcpmux is gone without closing its children: their process groups were terminated" groups=[1-9]`))
 }
