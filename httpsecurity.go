@@ -137,7 +137,7 @@ func (r *tokenRotation) reload(settings *config.Settings) {
 // token is its own principal (a session opened with one cannot be used
 // with another).
 func readTokenFile(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the token file: %w", err)
 	}

@@ -153,7 +153,7 @@ func existingServers(dir string) map[string]string {
 		var head struct {
 			Name string `yaml:"name"`
 		}
-		if data, err := os.ReadFile(path); err == nil {
+		if data, err := config.ReadFile(path); err == nil {
 			_ = yaml.Unmarshal(data, &head)
 		}
 		if head.Name == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/reaper"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -26,6 +28,7 @@ type instance struct {
 	running    *desired        // what the pool runs; guarded by reloadMu
 	lastErrors map[string]bool // file errors already logged
 	tokens     *tokenRotation  // HTTP tokens from a file, re-read on reload; nil otherwise
+	reaper     *reaper.Reaper  // ends the children's groups if mcpmux is killed; nil if it could not start
 }
 
 // newInstance loads the config directory and builds the pool and the
@@ -42,7 +45,9 @@ func newInstance(dir, task string, log *slog.Logger) (*instance, error) {
 		log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)
 		in.lastErrors[fe.Error()] = true
 	}
+	in.reaper = startReaper(log)
 	in.pool = upstream.NewPool(&upstream.Options{
+		Groups:            groupTracker(in.reaper),
 		Logger:            log,
 		ClientInfo:        &mcp.Implementation{Name: "mcpmux", Version: buildVersion()},
 		ConnectTimeout:    snap.Settings.ConnectTimeout,
@@ -81,9 +86,34 @@ func (in *instance) startServers(ctx context.Context) {
 	in.log.Info("servers started", "up", up, "configured", len(ch.Added), "tools", len(tools), "elapsed", time.Since(start).Round(time.Millisecond))
 }
 
-// close stops every server, giving running calls up to grace to finish.
+// close stops every server, giving running calls up to grace to finish,
+// and then the reaper, which has nothing left to end.
 func (in *instance) close(grace time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
 	defer cancel()
 	in.pool.Close(ctx, grace)
+	in.reaper.Close()
+}
+
+// startReaper starts the process that ends the children's process groups
+// should mcpmux be killed (see internal/reaper). Without it mcpmux still
+// runs: a killed mcpmux then leaves its grandchildren behind.
+func startReaper(log *slog.Logger) *reaper.Reaper {
+	self, err := os.Executable()
+	if err == nil {
+		var r *reaper.Reaper
+		if r, err = reaper.Start(self, os.Stderr, log); err == nil {
+			return r
+		}
+	}
+	log.Warn("child reaper not started: should mcpmux be killed, what its children started may outlive it", "error", err)
+	return nil
+}
+
+// groupTracker is r as the pool's GroupTracker; none if r is nil.
+func groupTracker(r *reaper.Reaper) upstream.GroupTracker {
+	if r == nil {
+		return nil
+	}
+	return r
 }

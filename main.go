@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/internal/reaper"
 )
 
 func main() {
@@ -34,6 +35,12 @@ func main() {
 	// the Go runtime killing us with SIGPIPE. Notify, not Ignore: an ignored
 	// signal would be inherited by every tool server we start.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	if len(os.Args) == 2 && os.Args[1] == reaper.Command {
+		// Not a command for users: the process a serving mcpmux starts to
+		// end its children's process groups should it be killed. Before
+		// the profiles, which are mcpmux's own (MCPMUX_CPUPROFILE).
+		os.Exit(reaper.Run(os.Stdin, os.Stderr))
+	}
 	tuneGC()
 	stopProfiles := startProfiles()
 	code := run(os.Args[1:], os.Stdout, os.Stderr)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
@@ -106,15 +108,24 @@ func serveHTTP(ctx context.Context, in *instance, addr string, opts *aggregator.
 		log.Error("cannot listen", "addr", addr, "error", err)
 		return 1
 	}
+	// At most max_connections at once: more wait in the kernel's backlog,
+	// so that clients holding connections cannot use up the descriptors
+	// that children and config files need.
+	maxConns := in.snap.Settings.Connections()
+	ln = netutil.LimitListener(ln, maxConns)
 	srv := &http.Server{
 		Handler:           in.agg.HTTPHandler(opts),
 		ReadHeaderTimeout: 10 * time.Second,
+		// Request bodies are bounded by request_body_timeout (see
+		// aggregator.HTTPHandler); an idle keep-alive connection goes after
+		// this, so that it does not hold a place of max_connections.
+		IdleTimeout: idleConnTimeout,
 	}
 	requests := countRequests(srv)
 	go in.startServers(ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "profiles", in.snap.Settings.ProfileNames(), "auth", hasToken(opts))
+	log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "profiles", in.snap.Settings.ProfileNames(), "auth", hasToken(opts), "max_connections", maxConns)
 
 	code := 0
 	select {
@@ -134,6 +145,9 @@ func serveHTTP(ctx context.Context, in *instance, addr string, opts *aggregator.
 	_ = srv.Close()
 	return code
 }
+
+// idleConnTimeout closes keep-alive HTTP connections idle for that long.
+const idleConnTimeout = 2 * time.Minute
 
 // startReloading reloads the config on SIGHUP and, if watch is set, on
 // every change in the directory. Reloads wait for the initial start.

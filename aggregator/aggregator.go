@@ -60,11 +60,13 @@ type Aggregator struct {
 	catalog  *Catalog
 	profiles map[string]*profile
 
-	events  *mcp.MemoryEventStore // for HTTP clients to resume dropped streams
-	watched sync.Map              // *mcp.ServerSession → struct{}: sessions whose end we wait for
-	subs    subscriptions
-	levels  logLevels
-	metrics *metrics.Metrics
+	events   *mcp.MemoryEventStore // for HTTP clients to resume dropped streams
+	watched  sync.Map              // *mcp.ServerSession → struct{}: sessions whose per-client connections go when they end
+	ends     sessionEnds
+	sessions *sessionTracker
+	subs     subscriptions
+	levels   logLevels
+	metrics  *metrics.Metrics
 }
 
 // profile is one mcp.Server and the view it currently serves.
@@ -113,6 +115,7 @@ func New(opts *Options) *Aggregator {
 	}
 	a.events.SetMaxBytes(eventStoreBytes(settings))
 	a.current.Store(settings)
+	a.sessions = newSessionTracker(a.current.Load, &a.ends)
 	a.mu.Lock()
 	a.syncProfilesLocked()
 	a.mu.Unlock()
@@ -130,6 +133,7 @@ func (a *Aggregator) SetSettings(s *config.Settings) {
 	defer a.mu.Unlock()
 	a.settings = s
 	a.current.Store(s)
+	a.sessions.rearm()
 	a.events.SetMaxBytes(eventStoreBytes(s))
 	a.rebuildLocked()
 }
@@ -221,7 +225,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.routeMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.routeMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 

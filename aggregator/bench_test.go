@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,4 +63,37 @@ func BenchmarkResolve(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSeparatorName resolves a name that is nothing but separators
+// ("a" + "__" × k) in a catalog of 12 servers: lookup itself (linear in the
+// name: ns/op per byte stays flat as the name grows), and a whole
+// tools/call of it, which is refused before any lookup.
+func BenchmarkSeparatorName(b *testing.B) {
+	servers := map[string]*mcp.Server{}
+	for i := range 12 {
+		name := fmt.Sprintf("s%02d", i)
+		servers[name] = fixtureServer(name, map[string]mcp.ToolHandler{name + "_tool": echo("")})
+	}
+	h := newHarness(b, servers, "", nil)
+	v := h.agg.profile(DefaultProfile).view.Load()
+	for _, size := range []int{1 << 10, 64 << 10, 1 << 20} {
+		name := "a" + strings.Repeat("__", size/2)
+		b.Run(fmt.Sprintf("lookup/bytes=%d", size), func(b *testing.B) {
+			for b.Loop() {
+				h.agg.lookup(v, name)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(name)), "ns/byte")
+		})
+	}
+	cs := h.client(DefaultProfile)
+	name := "a" + strings.Repeat("__", 1<<19)
+	b.Run("call/bytes=1048577", func(b *testing.B) {
+		for b.Loop() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name})
+			if err != nil || !res.IsError {
+				b.Fatal(err, res)
+			}
+		}
+	})
 }

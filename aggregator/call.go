@@ -74,7 +74,7 @@ func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequ
 		Params: &mcp.CallToolParams{
 			Name:      e.Tool,
 			Arguments: args,
-			Meta:      forwardMeta(req.Params.Meta, task),
+			Meta:      withRefusals(forwardMeta(req.Params.Meta, task), a.current.Load().Rules(), e),
 		},
 		Progress:     progressTo(ctx, req),
 		StreamClosed: closeClientStream(req),
@@ -226,11 +226,12 @@ var hopMeta = map[string]bool{
 }
 
 // forwardMeta copies the client's _meta for the downstream call, without
-// the hop-by-hop keys, and with the caller's task.
+// the hop-by-hop keys and the refusals (which only mcpmux sets: see
+// withRefusals), and with the caller's task.
 func forwardMeta(m mcp.Meta, task string) mcp.Meta {
 	var out mcp.Meta
 	for k, v := range m {
-		if hopMeta[k] {
+		if hopMeta[k] || k == rewrite.RefusalsMetaKey {
 			continue
 		}
 		if out == nil {
@@ -247,6 +248,24 @@ func forwardMeta(m mcp.Meta, task string) mcp.Meta {
 	return out
 }
 
+// withRefusals adds to a downstream call's _meta the refusals of the rules
+// that apply to the call of e (rewrite.RefusalsMetaKey), so that a server
+// that fetches pages, such as the built-in fetch engine, holds every page
+// it reads (a redirect's target too) to the rules that checked the
+// arguments. The client's own value of that key never reaches the server
+// (forwardMeta drops it): an agent cannot take rules away.
+func withRefusals(meta mcp.Meta, rules *rewrite.Rules, e *Entry) mcp.Meta {
+	refusals := rules.Refusals(&rewrite.Call{Name: e.Name, Server: e.Server, Tool: e.Tool})
+	if len(refusals) == 0 {
+		return meta
+	}
+	if meta == nil {
+		meta = mcp.Meta{}
+	}
+	meta[rewrite.RefusalsMetaKey] = refusals
+	return meta
+}
+
 // callFailure turns an error of an upstream call into the result the
 // client reads.
 func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Duration) *mcp.CallToolResult {
@@ -255,6 +274,7 @@ func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Du
 		lost        *upstream.LostError
 		rpc         *upstream.RPCError
 		stopped     *upstream.StoppedError
+		atLimit     *upstream.LimitError
 		resultLost  *upstream.ResultLostError
 	)
 	switch {
@@ -264,6 +284,8 @@ func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Du
 		return toolError("Tool '%s' on server '%s' was cancelled by the client.", e.Tool, e.Server)
 	case errors.As(err, &stopped):
 		return toolError("Tool '%s' on server '%s' was cancelled: %v. It may or may not have taken effect.", e.Tool, e.Server, stopped)
+	case errors.As(err, &atLimit):
+		return toolError("Tool '%s' on server '%s' was not called: the server is at its limit of %d client connections (max_clients), each client session having its own, and this client has none yet. Try again when another client has finished, or use another tool.", e.Tool, e.Server, atLimit.Max)
 	case errors.As(err, &unavailable):
 		return toolError("Tool '%s' on server '%s' could not be called: the server is not running (%v). mcpmux restarts it automatically; try again shortly, or use another tool.", e.Tool, e.Server, unavailable.Err)
 	case errors.As(err, &lost):
@@ -306,12 +328,11 @@ func (a *Aggregator) clientID(ss *mcp.ServerSession) upstream.ClientID {
 		id = fmt.Sprintf("session-%p", ss)
 	}
 	if _, seen := a.watched.LoadOrStore(ss, struct{}{}); !seen {
-		go func() {
-			_ = ss.Wait()
+		a.ends.on(ss, func() {
 			a.watched.Delete(ss)
 			a.log.Info("client session ended", "session", id)
 			a.pool.ReleaseClient(upstream.ClientID(id))
-		}()
+		})
 	}
 	return upstream.ClientID(id)
 }

@@ -17,10 +17,10 @@ import (
 )
 
 // HTTPOptions configure the HTTP front. The zero value serves without
-// authentication, allows only loopback browser origins and has the default
-// session timeout. The request body limit and origins from mcpmux.yaml
-// (max_request_bytes, allowed_origins) are read from the current settings
-// on every request.
+// authentication and allows only loopback browser origins. The limits and
+// origins of mcpmux.yaml (max_request_bytes, request_body_timeout,
+// max_sessions, session_timeout, allowed_origins) are read from the
+// current settings on every request.
 type HTTPOptions struct {
 	// Tokens, if not empty, are the tokens accepted as "Authorization:
 	// Bearer <token>" on every request but /healthz. Each is its own
@@ -29,9 +29,6 @@ type HTTPOptions struct {
 	// AllowedOrigins are browser origins allowed besides the loopback ones
 	// and those of the settings (patterns as in config.ParseOrigin).
 	AllowedOrigins []string
-	// SessionTimeout closes client sessions idle for that long (and with
-	// them their per-client connections); zero means DefaultSessionTimeout.
-	SessionTimeout time.Duration
 }
 
 // eventStoreBytes bounds the memory of the event store that lets HTTP
@@ -42,9 +39,6 @@ func eventStoreBytes(s *config.Settings) int {
 	return int(max(2*int64(s.MaxResultBytes), 4<<20))
 }
 
-// DefaultSessionTimeout is how long an HTTP client session may stay idle.
-const DefaultSessionTimeout = 30 * time.Minute
-
 // HTTPHandler serves the default profile at /mcp, each profile at
 // /mcp/{profile}, the pool's health at /healthz and Prometheus metrics at
 // /metrics (behind the token, as /mcp: see guard).
@@ -52,9 +46,6 @@ func (a *Aggregator) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
 		o = *opts
-	}
-	if o.SessionTimeout == 0 {
-		o.SessionTimeout = DefaultSessionTimeout
 	}
 	mux := http.NewServeMux()
 	serveMCP := func(w http.ResponseWriter, r *http.Request) { a.serveMCP(w, r, &o) }
@@ -67,21 +58,28 @@ func (a *Aggregator) HTTPHandler(opts *HTTPOptions) http.Handler {
 
 // guard puts the checks every request passes in front of the routes:
 // Origin first, so that a foreign page learns nothing, not even whether it
-// would need a token; then the token, for everything but /healthz, which
-// stays open for probes (it shows states, with secrets masked) and gets the
-// go-sdk's Host check against DNS rebinding instead.
+// would need a token; then the Host, against DNS rebinding, on every path
+// (the go-sdk checks it on the profiles' handlers only, and a page whose
+// name was rebound to 127.0.0.1 must not read /metrics, nor learn the
+// profile names from a 404); then the token, for everything but /healthz,
+// which stays open for probes (it shows states, with secrets masked).
 func (a *Aggregator) guard(routes http.Handler, o *HTTPOptions) http.Handler {
 	authed := requireToken(o.Tokens, routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A client gets request_body_timeout to send its request: a
+		// connection that stalls mid-body is cut off instead of holding
+		// its file descriptor for good. serveMCP lifts the deadline once
+		// the body is in, so that a long response stream is not cut.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(a.current.Load().RequestBodyTimeout))
 		if !originAllowed(r, slices.Concat(a.current.Load().AllowedOrigins, o.AllowedOrigins)) {
 			forbidOrigin(w, r)
 			return
 		}
+		if rebindingHost(r) {
+			http.Error(w, fmt.Sprintf("403 forbidden: invalid Host header %q: this server listens on loopback and answers only to loopback names", r.Host), http.StatusForbidden)
+			return
+		}
 		if r.URL.Path == "/healthz" {
-			if rebindingHost(r) {
-				http.Error(w, fmt.Sprintf("403 forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
-				return
-			}
 			routes.ServeHTTP(w, r)
 			return
 		}
@@ -90,9 +88,14 @@ func (a *Aggregator) guard(routes http.Handler, o *HTTPOptions) http.Handler {
 }
 
 func (a *Aggregator) serveMCP(w http.ResponseWriter, r *http.Request, o *HTTPOptions) {
-	if !limitBody(w, r, a.current.Load().MaxRequestBytes) {
+	body, ok := limitBody(w, r, a.current.Load().MaxRequestBytes)
+	if !ok {
 		return
 	}
+	// Nothing more is read from the client for this request: a read
+	// deadline now would cancel a long tool call's response stream (the
+	// server's background read would time out).
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	name := r.PathValue("profile")
 	p := a.profile(name)
 	if p == nil {
@@ -100,10 +103,25 @@ func (a *Aggregator) serveMCP(w http.ResponseWriter, r *http.Request, o *HTTPOpt
 		http.Error(w, fmt.Sprintf("404 unknown profile %q; profiles: %s (or /mcp for all tools)", name, strings.Join(known, ", ")), http.StatusNotFound)
 		return
 	}
+	switch id := r.Header.Get(sessionIDHeader); {
+	case id != "":
+		defer a.sessions.begin(id)()
+	case r.Method == http.MethodPost:
+		// Without a session id, the SDK makes a new session.
+		done, limit, ok := a.sessions.admit()
+		if !ok {
+			a.refuseSession(w, body, limit)
+			return
+		}
+		defer done()
+	}
 	sw := newSSEWriter(w)
 	defer sw.finish()
 	p.httpHandler(a, o).ServeHTTP(sw, r)
 }
+
+// sessionIDHeader is the Streamable HTTP session header.
+const sessionIDHeader = "Mcp-Session-Id"
 
 // httpHandler returns the profile's Streamable HTTP handler, creating it on
 // first use. The handler keeps the profile's client sessions.
@@ -112,8 +130,9 @@ func (p *profile) httpHandler(a *Aggregator, o *HTTPOptions) *mcp.StreamableHTTP
 		return h
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server }, &mcp.StreamableHTTPOptions{
-		SessionTimeout: o.SessionTimeout,
-		// limitBody applies max_request_bytes instead.
+		// a.sessions applies session_timeout instead, and limitBody
+		// max_request_bytes: both follow reloads.
+		SessionTimeout:      0,
 		MaxRequestBodyBytes: -1,
 		// Priming events, event ids and replay on Last-Event-ID (see
 		// sse.go and eventStoreBytes).

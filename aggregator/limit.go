@@ -20,19 +20,19 @@ const codeInvalidRequest = -32600
 // SDK's handler reads it whole anyway) through http.MaxBytesReader and
 // answers a bigger one with 413 and a JSON-RPC error body. A client sees
 // why, and the go-sdk client treats such an answer as the rejection of
-// one request, not the end of its session.
+// one request, not the end of its session. It returns the body read; ok
+// is false when the request has been answered.
 //
 // The SDK's own MaxRequestBodyBytes is fixed when a handler is made and
 // answers in plain text; mcpmux disables it and applies this one, which
 // follows max_request_bytes across reloads.
-func limitBody(w http.ResponseWriter, r *http.Request, limit config.Size) bool {
+func limitBody(w http.ResponseWriter, r *http.Request, limit config.Size) (body []byte, ok bool) {
 	if limit <= 0 {
 		limit = config.DefaultMaxRequestBytes
 	}
 	if r.Body == nil || r.Body == http.NoBody {
-		return true
+		return nil, true
 	}
-	var body []byte
 	var err error
 	tooLarge := r.ContentLength > int64(limit)
 	if tooLarge {
@@ -45,17 +45,17 @@ func limitBody(w http.ResponseWriter, r *http.Request, limit config.Size) bool {
 			tooLarge = true
 		case err != nil:
 			http.Error(w, "400 cannot read the request body: "+err.Error(), http.StatusBadRequest)
-			return false
+			return nil, false
 		}
 	}
 	if tooLarge {
 		w.Header().Set("Connection", "close") // the rest of the body is not read
 		writeRPCError(w, http.StatusRequestEntityTooLarge, peekID(body), codeInvalidRequest,
 			fmt.Sprintf("request body exceeds max_request_bytes (%v): send less, or raise max_request_bytes in mcpmux.yaml", limit))
-		return false
+		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	return true
+	return body, true
 }
 
 // idPeekBytes is how much of an oversized body is read to find its id.

@@ -69,10 +69,7 @@ func (a *Aggregator) logLevelMiddleware(next mcp.MethodHandler) mcp.MethodHandle
 		}
 		lowest, isNew := a.levels.set(ss, p.Level)
 		if isNew {
-			go func() {
-				_ = ss.Wait()
-				a.levels.forget(ss)
-			}()
+			a.ends.on(ss, func() { a.levels.forget(ss) })
 		}
 		a.pushLogLevel(ctx, lowest)
 		return res, err

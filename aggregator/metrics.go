@@ -38,6 +38,7 @@ func failureOutcome(ctx, cctx context.Context, err error) string {
 		unavailable *upstream.UnavailableError
 		lost        *upstream.LostError
 		rpc         *upstream.RPCError
+		atLimit     *upstream.LimitError
 		resultLost  *upstream.ResultLostError
 	)
 	switch {
@@ -45,6 +46,8 @@ func failureOutcome(ctx, cctx context.Context, err error) string {
 		return metrics.OutcomeTimeout
 	case ctx.Err() != nil:
 		return metrics.OutcomeCancelled
+	case errors.As(err, &atLimit):
+		return metrics.OutcomeAtLimit
 	case errors.As(err, &unavailable):
 		return metrics.OutcomeUnavailable
 	case errors.As(err, &lost), errors.As(err, &resultLost):
@@ -62,10 +65,6 @@ func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.I
 		if req == nil || req.Session == nil {
 			return
 		}
-		ended := a.metrics.SessionStarted(p.name)
-		go func() {
-			_ = req.Session.Wait()
-			ended()
-		}()
+		a.ends.on(req.Session, a.metrics.SessionStarted(p.name))
 	}
 }

@@ -45,10 +45,12 @@ func forbidOrigin(w http.ResponseWriter, r *http.Request) {
 // rebindingHost reports a request that reached a loopback listener under a
 // non-loopback Host name: a page on another site whose name was rebound to
 // 127.0.0.1. The SDK refuses these on /mcp; this applies the same rule to
-// mcpmux's own routes (/healthz).
+// every route. A request without any Host (HTTP/1.0, as HAProxy's default
+// health check sends) is no browser's, which always send one: it passes
+// here (the SDK still refuses it on /mcp).
 func rebindingHost(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil {
+	if !ok || local == nil || r.Host == "" {
 		return false
 	}
 	return isLoopbackHost(local.String()) && !isLoopbackHost(r.Host)

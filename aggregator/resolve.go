@@ -38,6 +38,10 @@ func (a *Aggregator) routeMiddleware(p *profile) mcp.Middleware {
 // resolve answers a call to a name that is not in the profile's list.
 func (a *Aggregator) resolve(ctx context.Context, p *profile, v *view, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	name := req.Params.Name
+	if !v.resolvable(name) {
+		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
+		return toolError("Unknown tool '%s': no server of this client has a tool of that name (the name has %d bytes, longer than any tool's). Check the names in the tool list and try again.", quoteName(name), len(name))
+	}
 	if e := v.hidden[name]; e != nil {
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
 		a.metrics.RuleHit(metrics.RuleRefused, blacklistRule)
@@ -59,7 +63,7 @@ func (a *Aggregator) resolve(ctx context.Context, p *profile, v *view, req *mcp.
 			return toolError("Tool '%s' (tool '%s' of server '%s') is disabled for this client by the tool blacklist and cannot be called. Use another tool.", name, e.Tool, e.Server)
 		}
 		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
-		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", name)
+		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", quoteName(name))
 		if near := closest(name, tool, v, 3); len(near) > 0 {
 			msg += " Closest existing tools: " + strings.Join(near, ", ") + "."
 		}
@@ -93,27 +97,49 @@ func correctionNote(server string, known bool, tool, chosen string, failed bool)
 	return fmt.Sprintf("[Auto-corrected: %s, but tool '%s' was found only in server '%s', so automatically used '%s' instead] ", what, tool, chosen, chosen)
 }
 
+// quoteName is a requested name as error messages quote it: cut after
+// MaxNameLength bytes, so that an absurd name is not echoed back whole.
+func quoteName(name string) string {
+	if len(name) <= MaxNameLength {
+		return name
+	}
+	return strings.ToValidUTF8(name[:MaxNameLength], "") + "…"
+}
+
 // lookup finds the visible tools a mistaken name may have meant. server is
 // the server part of the name (empty for a bare name), known whether it
 // names a server of the catalog, and tool the tool part looked up.
+//
+// It is linear in the length of name: a part longer than any prefix or
+// tool name of the view is never looked up (hashing each would make a
+// name full of separators cost quadratic time).
 func (a *Aggregator) lookup(v *view, name string) (server string, known bool, tool string, candidates []*Entry) {
 	sep := v.settings.Separator
 	inProfile := func(prefix string) bool {
+		if len(prefix) > v.longestPrefix {
+			return false
+		}
 		s, ok := v.cat.ServerForPrefix(prefix)
 		return ok && v.hasServer(s)
+	}
+	named := func(tool string) []*Entry {
+		if len(tool) > v.longestTool {
+			return nil
+		}
+		return v.byTool[tool]
 	}
 	if prefix, rest, ok := SplitName(name, sep, inProfile); ok {
 		// A known server without that tool: look for it elsewhere.
 		owner, _ := v.cat.ServerForPrefix(prefix)
-		return prefix, true, rest, withoutServer(v.byTool[rest], owner)
+		return prefix, true, rest, withoutServer(named(rest), owner)
 	}
-	if c := v.byTool[name]; len(c) > 0 {
+	if c := named(name); len(c) > 0 {
 		return "", false, name, c
 	}
 	// An unknown server part: try the rest after each separator.
 	for i := strings.Index(name, sep); i > 0 && i+len(sep) < len(name); {
 		rest := name[i+len(sep):]
-		if c := v.byTool[rest]; len(c) > 0 {
+		if c := named(rest); len(c) > 0 {
 			return name[:i], false, rest, c
 		}
 		j := strings.Index(rest, sep)

@@ -116,3 +116,37 @@ func TestRewriteRulesInThePipeline(t *testing.T) {
 		t.Errorf("after removing the rules: %q, scrapes=%d", text(res), scrapes.Load())
 	}
 }
+
+// A call carries in _meta the refusals of the rules that apply to it, for
+// servers that fetch pages to hold redirects to them; the client's own
+// value of that key never reaches a server, so it cannot take rules away.
+func TestRefusalsTravelInMeta(t *testing.T) {
+	metaOf := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b, _ := json.Marshal(req.Params.Meta)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+	}
+	h := newHarness(t, map[string]*mcp.Server{
+		"fetch": fixtureServer("fetch", map[string]mcp.ToolHandler{"fetch": metaOf}),
+		"files": fixtureServer("files", map[string]mcp.ToolHandler{"read": metaOf}),
+	}, rewriteSettings, nil)
+	cs := h.client(DefaultProfile)
+	forged := map[string]any{"mcpmux/refuse_urls": []any{}, "trace": "t-1"}
+	for _, c := range []struct {
+		tool string
+		meta map[string]any
+		want string
+	}{
+		{"fetch__fetch", nil, `{"mcpmux/refuse_urls":[{"block_urls":["huggingface.co/datasets/**"],"message":"Refused: benchmark answers.","rule":"no-benchmark-answers"}]}`},
+		{"fetch__fetch", forged, `{"mcpmux/refuse_urls":[{"block_urls":["huggingface.co/datasets/**"],"message":"Refused: benchmark answers.","rule":"no-benchmark-answers"}],"trace":"t-1"}`},
+		{"files__read", forged, `{"trace":"t-1"}`},
+		{"files__read", nil, `null`},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: map[string]any{}, Meta: c.meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := text(res); got != c.want {
+			t.Errorf("%s with _meta %v: the server got %s\nwant %s", c.tool, c.meta, got, c.want)
+		}
+	}
+}

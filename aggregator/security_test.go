@@ -1,8 +1,10 @@
 package aggregator
 
 import (
+	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -86,17 +88,55 @@ func TestHTTPOriginAllowList(t *testing.T) {
 	}
 }
 
-func TestHTTPDNSRebindingHostOnHealthz(t *testing.T) {
-	_, ts := securityServer(t, "", nil)
-	req, _ := http.NewRequest("GET", ts.URL+"/healthz", nil)
-	req.Host = "evil.example:80"
-	resp, err := http.DefaultClient.Do(req)
+// A loopback listener reached under a foreign Host name (DNS rebinding)
+// answers 403 on every path, before the token and without naming a
+// profile; loopback names pass; a request with no Host at all (an
+// HTTP/1.0 probe) reaches /healthz.
+func TestHTTPDNSRebindingHost(t *testing.T) {
+	_, ts := securityServer(t, "profiles:\n  secret-profile: {tool_config: [alpha]}\n", nil)
+	for _, path := range []string{"/healthz", "/metrics", "/mcp", "/mcp/secret-profile", "/mcp/nope", "/nope"} {
+		for _, host := range []string{"evil.example:80", "evil.example", "127.0.0.1.nip.io"} {
+			req, _ := http.NewRequest("GET", ts.URL+path, nil)
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden || strings.Contains(string(body), "secret-profile") {
+				t.Errorf("GET %s, Host %s: %d %.200q, want 403 without the profile names", path, host, resp.StatusCode, body)
+			}
+		}
+	}
+	for _, host := range []string{"localhost:1234", "127.0.0.1", "[::1]:80"} {
+		req, _ := http.NewRequest("GET", ts.URL+"/metrics", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET /metrics, Host %s: %d, want 200", host, resp.StatusCode)
+		}
+	}
+
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("/healthz under a rebound Host: %d, want 403", resp.StatusCode)
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.0\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status"`) {
+		t.Errorf("HTTP/1.0 /healthz without a Host: %d %q, want 200 with the health", resp.StatusCode, body)
 	}
 }
 

@@ -21,6 +21,13 @@ type view struct {
 	byTool   map[string][]*Entry // server's tool name → visible entries
 	servers  map[string]bool     // servers of the profile; nil means all
 
+	// longestTool and longestPrefix are the lengths of the longest key of
+	// byTool and of the profile's server prefixes: a longer part of a
+	// requested name cannot be one, so resolving never hashes it.
+	longestTool, longestPrefix int
+	// longestName is the longest name the profile lists or hides.
+	longestName int
+
 	prompts   map[string]*Item[*mcp.Prompt]
 	resources map[string]*Item[*mcp.Resource]
 	templates map[string]*Item[*mcp.ResourceTemplate]
@@ -71,6 +78,7 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 		v.byTool[e.Tool] = append(v.byTool[e.Tool], e)
 	}
 	v.addMetaTools(blocked)
+	v.measureNames()
 	for _, e := range cat.Entries() {
 		if v.visible[e.Name] == e {
 			v.toolList = append(v.toolList, e)
@@ -99,6 +107,31 @@ func (v *view) matchTemplate(uri string) (*Item[*mcp.ResourceTemplate], bool) {
 		}
 	}
 	return nil, false
+}
+
+// measureNames records the lengths resolve bounds its lookups by.
+func (v *view) measureNames() {
+	for _, m := range []map[string]*Entry{v.visible, v.hidden} {
+		for name, e := range m {
+			v.longestName = max(v.longestName, len(name))
+			v.longestTool = max(v.longestTool, len(e.Tool))
+		}
+	}
+	for prefix, server := range v.cat.prefixes {
+		if v.hasServer(server) {
+			v.longestPrefix = max(v.longestPrefix, len(prefix))
+		}
+	}
+}
+
+// resolvable reports whether a requested name is short enough to be one
+// that auto-correction could resolve: at most as long as the longest
+// listed or own tool name plus MaxNameLength, room for a mistaken server
+// part (mcp__mcpmux__fetch__fetch). Clients cannot even list longer names.
+// A longer one is unknown without a lookup, so that a megabyte of
+// separators costs a comparison, not a hash per separator.
+func (v *view) resolvable(name string) bool {
+	return len(name) <= max(v.longestName, v.longestTool)+MaxNameLength
 }
 
 // inProfile keeps the items of the profile's servers, as a map and in list

@@ -43,6 +43,7 @@ var sections = []section{
 	{"catalog", catalog},
 	{"lookup", lookup},
 	{"reload", reload},
+	{"limits", limits},
 }
 
 func main() {

@@ -25,6 +25,11 @@ const (
 	DefaultConnectTimeout = 60 * time.Second
 	DefaultIdleTimeout    = 10 * time.Minute
 	DefaultResumeTimeout  = 5 * time.Second
+
+	// HTTP front (see security.go).
+	DefaultMaxSessions        = 1000
+	DefaultSessionTimeout     = 30 * time.Minute
+	DefaultRequestBodyTimeout = 30 * time.Second
 )
 
 // Session modes of a server.
@@ -63,6 +68,10 @@ type Server struct {
 	// (the shared child, or each per-client one); more wait their turn.
 	// Zero means unlimited.
 	MaxConcurrency int `koanf:"max_concurrency"`
+	// MaxClients bounds the per-client connections (children) of a
+	// session: per-client server; a call that would open one more gets an
+	// isError result. Zero means unlimited (max_sessions still bounds it).
+	MaxClients int `koanf:"max_clients"`
 	// ResumeTimeout is how long a Streamable HTTP server that closed a
 	// call's stream before answering may send nothing on the stream mcpmux
 	// resumed, before the call is given up as lost. Zero means
@@ -73,7 +82,13 @@ type Server struct {
 	// content, so that an unchanged file can be recognised on reload.
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
+
+	// interpolated are the values ${...} references gave, in any field:
+	// secrets wherever they end up (see Secrets).
+	interpolated []string
 }
+
+func (s *Server) addInterpolated(v string) { s.interpolated = append(s.interpolated, v) }
 
 // IsEnabled reports whether the server should run.
 func (s *Server) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }
@@ -185,6 +200,12 @@ func (s *Server) Validate() error {
 	if s.MaxConcurrency < 0 {
 		return fieldErr("max_concurrency", fmt.Errorf("must not be negative (0 means unlimited)"))
 	}
+	switch {
+	case s.MaxClients < 0:
+		return fieldErr("max_clients", fmt.Errorf("must not be negative (0 means unlimited)"))
+	case s.MaxClients > 0 && !s.PerClient():
+		return fieldErr("max_clients", fmt.Errorf("bounds the connections of a session: per-client server, and this one is %s", s.Session))
+	}
 	return nil
 }
 
@@ -207,6 +228,21 @@ type Settings struct {
 	// MaxResultBytes bounds a tool result passed to a client; bigger ones
 	// are truncated. Zero means DefaultMaxResultBytes.
 	MaxResultBytes Size `koanf:"max_result_bytes"`
+	// MaxSessions bounds the HTTP client sessions of all profiles
+	// together; past it a new session's initialize gets 503. Zero means
+	// DefaultMaxSessions.
+	MaxSessions int `koanf:"max_sessions"`
+	// SessionTimeout closes an HTTP client session that has had no
+	// request open for that long. Zero means DefaultSessionTimeout.
+	SessionTimeout time.Duration `koanf:"session_timeout"`
+	// RequestBodyTimeout bounds the time a client may take to send one
+	// request's body (the response, a stream included, is not bounded).
+	// Zero means DefaultRequestBodyTimeout.
+	RequestBodyTimeout time.Duration `koanf:"request_body_timeout"`
+	// MaxConnections bounds the HTTP connections open at once; more wait
+	// to be accepted. Read at start. Zero means half the open-file limit,
+	// at most 4096 (see DefaultMaxConnections).
+	MaxConnections int `koanf:"max_connections"`
 
 	// ToolBlacklist holds [server, tool] pairs hidden from every profile.
 	ToolBlacklist [][]string          `koanf:"tool_blacklist"`
@@ -224,6 +260,8 @@ type Settings struct {
 
 	// rules are Rewrite compiled by Validate.
 	rules *rewrite.Rules
+	// interpolated are the values ${...} references gave (see Secrets).
+	interpolated []string
 }
 
 // Meta tools, served by mcpmux itself when listed in meta_tools.
@@ -277,6 +315,15 @@ func (s *Settings) normalize() {
 	}
 	if s.MaxResultBytes == 0 {
 		s.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if s.MaxSessions == 0 {
+		s.MaxSessions = DefaultMaxSessions
+	}
+	if s.SessionTimeout == 0 {
+		s.SessionTimeout = DefaultSessionTimeout
+	}
+	if s.RequestBodyTimeout == 0 {
+		s.RequestBodyTimeout = DefaultRequestBodyTimeout
 	}
 }
 

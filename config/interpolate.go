@@ -22,7 +22,11 @@ type LookupFunc func(name string) (string, bool)
 // missing API key is reported at load time instead of as a confusing failure
 // inside the child. `\${` produces a literal `${`, and a `$` not followed by
 // `{` is left alone (commands and regexps use it).
-func Expand(s string, lookup LookupFunc) (string, error) {
+func Expand(s string, lookup LookupFunc) (string, error) { return expand(s, lookup, nil) }
+
+// expand is Expand, telling found (if not nil) each value it substitutes:
+// the config's secrets, whatever field they are in.
+func expand(s string, lookup LookupFunc, found func(value string)) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}
@@ -48,6 +52,9 @@ func Expand(s string, lookup LookupFunc) (string, error) {
 		val, err := resolve(ref, lookup)
 		if err != nil {
 			return "", err
+		}
+		if found != nil {
+			found(val)
 		}
 		b.WriteString(val)
 		s = s[i+end+1:]

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
-	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
 )
@@ -51,7 +51,7 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 	snap := &Snapshot{Dir: dir, Settings: DefaultSettings()}
 
 	if path, data, err := readSettingsFile(dir); err != nil {
-		snap.Errors = append(snap.Errors, &FileError{File: path, Err: err})
+		snap.Errors = append(snap.Errors, &FileError{File: path, Err: pathErr(err)})
 	} else if data != nil {
 		s, ferr := ParseSettings(path, data, lookup)
 		if ferr != nil {
@@ -70,9 +70,9 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 	}
 	byName := map[string]*Server{}
 	for _, path := range files {
-		data, err := os.ReadFile(path)
+		data, err := ReadFile(path)
 		if err != nil {
-			snap.Errors = append(snap.Errors, &FileError{File: path, Err: err})
+			snap.Errors = append(snap.Errors, &FileError{File: path, Err: pathErr(err)})
 			continue
 		}
 		srv, ferr := ParseServer(path, data, lookup)
@@ -105,7 +105,7 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 func readSettingsFile(dir string) (string, []byte, error) {
 	for _, name := range []string{SettingsFile, "mcpmux.yml"} {
 		path := filepath.Join(dir, name)
-		data, err := os.ReadFile(path)
+		data, err := ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -114,8 +114,10 @@ func readSettingsFile(dir string) (string, []byte, error) {
 	return "", nil, nil
 }
 
-// toolFiles lists the *.yaml and *.yml files of dir, sorted. Hidden files
-// (editor swap files, Kubernetes' ..data) are skipped; a missing dir is empty.
+// toolFiles lists the *.yaml and *.yml entries of dir, sorted. Hidden ones
+// (editor swap files, Kubernetes' ..data) are skipped; a missing dir is
+// empty. Entries that are not regular files (a FIFO, a directory, a symlink
+// to a device) are listed too, for ReadFile to refuse by name.
 func toolFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -128,9 +130,6 @@ func toolFiles(dir string) ([]string, error) {
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || !IsConfigFile(name) {
-			continue
-		}
-		if e.IsDir() {
 			continue
 		}
 		files = append(files, filepath.Join(dir, name))
@@ -148,7 +147,7 @@ func IsConfigFile(name string) bool {
 // for the default name (the file's stem).
 func ParseServer(path string, data []byte, lookup LookupFunc) (*Server, *FileError) {
 	var s Server
-	if ferr := decode(path, data, lookup, &s); ferr != nil {
+	if ferr := decode(path, data, lookup, &s, s.addInterpolated); ferr != nil {
 		return nil, ferr
 	}
 	s.normalize(stem(path))
@@ -163,7 +162,7 @@ func ParseServer(path string, data []byte, lookup LookupFunc) (*Server, *FileErr
 // ParseSettings decodes mcpmux.yaml.
 func ParseSettings(path string, data []byte, lookup LookupFunc) (*Settings, *FileError) {
 	var s Settings
-	if ferr := decode(path, data, lookup, &s); ferr != nil {
+	if ferr := decode(path, data, lookup, &s, func(v string) { s.interpolated = append(s.interpolated, v) }); ferr != nil {
 		return nil, ferr
 	}
 	s.normalize()
@@ -190,48 +189,70 @@ func hashOf(v any) string {
 // may contain dots, so use a byte that cannot appear in YAML keys we accept.
 const delim = "\x00"
 
-// decode parses YAML with koanf, expands ${...} in every string value, and
-// decodes strictly into out: unknown keys and wrong types are errors.
-func decode(path string, data []byte, lookup LookupFunc, out any) *FileError {
+// decode parses YAML with koanf, expands ${...} in every string value
+// (telling found each value substituted), and decodes strictly into out:
+// unknown keys and wrong types are errors.
+//
+// The parsed tree is expanded and decoded in one pass, in place: setting
+// each expanded value back into koanf (which re-merges its whole map on
+// every Set) made a file of 10 000 keys take a minute.
+func decode(path string, data []byte, lookup LookupFunc, out any, found func(string)) *FileError {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
 	k := koanf.New(delim)
-	if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
+	if err := k.Load(rawbytes.Provider(data), yamlParser{}); err != nil {
 		return &FileError{File: path, Line: yamlErrorLine(err), Err: fmt.Errorf("invalid YAML: %v", trimYAMLError(err))}
 	}
-	for key, v := range k.All() {
-		expanded, err := expandAll(v, lookup)
-		if err != nil {
-			field := strings.ReplaceAll(key, delim, ".")
-			return &FileError{File: path, Line: lineOfPath(data, strings.Split(key, delim)), Err: fmt.Errorf("%s: %v", field, err)}
-		}
-		if err := k.Set(key, expanded); err != nil {
-			return &FileError{File: path, Err: err}
-		}
+	tree := k.Raw()
+	if ferr := expandTree(path, data, tree, nil, lookup, found); ferr != nil {
+		return ferr
 	}
-	err := k.UnmarshalWithConf("", out, koanf.UnmarshalConf{
-		Tag: "koanf",
-		DecoderConfig: &mapstructure.DecoderConfig{
-			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, sizeHook, scalarToStringHook),
-			ErrorUnused: true,
-		},
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, sizeHook, scalarToStringHook),
+		ErrorUnused: true,
+		TagName:     "koanf",
+		Result:      out,
 	})
 	if err != nil {
+		return &FileError{File: path, Err: err}
+	}
+	if err := dec.Decode(tree); err != nil {
 		return decodeError(path, data, err)
 	}
 	return nil
 }
 
+// expandTree expands references in the values of a parsed map, in place,
+// keys in sorted order so that the first error is always the same one. at
+// is the key path of m; an error names the field and its line.
+func expandTree(path string, data []byte, m map[string]any, at []string, lookup LookupFunc, found func(string)) *FileError {
+	for _, key := range slices.Sorted(maps.Keys(m)) {
+		field := append(slices.Clip(at), key)
+		if sub, ok := m[key].(map[string]any); ok {
+			if ferr := expandTree(path, data, sub, field, lookup, found); ferr != nil {
+				return ferr
+			}
+			continue
+		}
+		expanded, err := expandAll(m[key], lookup, found)
+		if err != nil {
+			return &FileError{File: path, Line: lineOfPath(data, field), Err: fmt.Errorf("%s: %v", strings.Join(field, "."), err)}
+		}
+		m[key] = expanded
+	}
+	return nil
+}
+
 // expandAll expands references in every string inside v.
-func expandAll(v any, lookup LookupFunc) (any, error) {
+func expandAll(v any, lookup LookupFunc, found func(string)) (any, error) {
 	switch v := v.(type) {
 	case string:
-		return Expand(v, lookup)
+		return expand(v, lookup, found)
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			x, err := expandAll(e, lookup)
+			x, err := expandAll(e, lookup, found)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -241,7 +262,7 @@ func expandAll(v any, lookup LookupFunc) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for key, e := range v {
-			x, err := expandAll(e, lookup)
+			x, err := expandAll(e, lookup, found)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", key, err)
 			}

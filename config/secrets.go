@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
 )
@@ -15,8 +14,11 @@ import (
 var secretNameParts = []string{"KEY", "TOKEN", "SECRET", "PASS", "PWD", "AUTH", "CREDENTIAL", "COOKIE", "PRIVATE", "SIGNATURE"}
 
 // Secrets returns the values of the snapshot's servers (enabled or not)
-// that must never appear in logs, `check` output or error messages:
+// and settings that must never appear in logs, `check` output or error
+// messages:
 //
+//   - every value a ${...} reference gave, in any field (a key in a url's
+//     query, in args, in tool_command), and its URL-escaped forms;
 //   - every header value, and the credential after its scheme
 //     ("Bearer abc" also gives "abc");
 //   - every env value whose variable's name says it is secret (…KEY,
@@ -31,6 +33,9 @@ var secretNameParts = []string{"KEY", "TOKEN", "SECRET", "PASS", "PWD", "AUTH", 
 // masker ignores values shorter than 4 bytes.
 func (s *Snapshot) Secrets() []string {
 	out := slices.Clone(s.failedSecrets)
+	if s.Settings != nil {
+		out = append(out, withEscapes(s.Settings.interpolated)...)
+	}
 	for _, list := range [][]*Server{s.Servers, s.Disabled} {
 		for _, srv := range list {
 			out = append(out, srv.Secrets()...)
@@ -41,7 +46,7 @@ func (s *Snapshot) Secrets() []string {
 
 // Secrets returns the server's secret values; see Snapshot.Secrets.
 func (s *Server) Secrets() []string {
-	var out []string
+	out := withEscapes(s.interpolated)
 	for _, v := range s.Headers {
 		out = append(out, v)
 		if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
@@ -58,14 +63,34 @@ func (s *Server) Secrets() []string {
 	return out
 }
 
-// looseSecrets reads what it can of the env and headers of a tool file
-// that failed to load, so that the secrets in it are masked too.
+// looseSecrets reads what it can of a tool file that failed to load, so
+// that the secrets in it are masked too: every value its ${...} references
+// give (as far as they resolve), and its env, headers and url read as
+// Server.Secrets reads them.
 func looseSecrets(data []byte, lookup LookupFunc) []string {
 	k := koanf.New(delim)
-	if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
+	if err := k.Load(rawbytes.Provider(data), yamlParser{}); err != nil {
 		return nil
 	}
-	srv := &Server{Env: map[string]string{}, Headers: map[string]string{}}
+	var interpolated []string
+	found := func(v string) { interpolated = append(interpolated, v) }
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			_, _ = expand(v, lookup, found)
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(k.Raw())
+	srv := &Server{Env: map[string]string{}, Headers: map[string]string{}, interpolated: interpolated}
 	for field, m := range map[string]map[string]string{"env": srv.Env, "headers": srv.Headers} {
 		values, _ := k.Get(field).(map[string]any)
 		for name, v := range values {
@@ -81,6 +106,21 @@ func looseSecrets(data []byte, lookup LookupFunc) []string {
 	}
 	srv.URL, _ = k.Get("url").(string)
 	return srv.Secrets()
+}
+
+// withEscapes returns values with the forms they take inside a URL, where
+// a query or a path escapes them (a key with "+" or "/" in it).
+func withEscapes(values []string) []string {
+	out := make([]string, 0, len(values))
+	for _, v := range values {
+		out = append(out, v)
+		for _, e := range []string{url.QueryEscape(v), url.PathEscape(v)} {
+			if e != v {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 func secretName(name string) bool {

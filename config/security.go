@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // minLimit is the smallest request or result limit accepted: below it not
@@ -17,12 +19,47 @@ func (s *Settings) validateSecurity() error {
 	if s.MaxResultBytes < minLimit {
 		return fieldErr("max_result_bytes", fmt.Errorf("%v is too small (at least %v)", s.MaxResultBytes, minLimit))
 	}
+	for _, n := range []struct {
+		field string
+		v     int
+	}{{"max_sessions", s.MaxSessions}, {"max_connections", s.MaxConnections}} {
+		if n.v < 0 {
+			return fieldErr(n.field, fmt.Errorf("must not be negative (0 means the default)"))
+		}
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"session_timeout", s.SessionTimeout}, {"request_body_timeout", s.RequestBodyTimeout}} {
+		if d.v < 0 {
+			return fieldErr(d.field, fmt.Errorf("must not be negative (0 means the default)"))
+		}
+	}
 	for i, o := range s.AllowedOrigins {
 		if _, err := ParseOrigin(o); err != nil {
 			return fieldErr(fmt.Sprintf("allowed_origins.%d", i), err)
 		}
 	}
 	return nil
+}
+
+// DefaultMaxConnections is the connection limit of max_connections: 0:
+// half the process's open-file limit, so that the other half stays for
+// children, pipes and config files, at most 4096 and at least 16.
+func DefaultMaxConnections() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
+		return 1024
+	}
+	return int(min(max(rl.Cur/2, 16), 4096))
+}
+
+// Connections is max_connections, or DefaultMaxConnections when unset.
+func (s *Settings) Connections() int {
+	if s.MaxConnections > 0 {
+		return s.MaxConnections
+	}
+	return DefaultMaxConnections()
 }
 
 // OriginPattern is an allowed browser origin: scheme, host and a port,

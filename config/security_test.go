@@ -160,3 +160,42 @@ func TestSecretsOfAFailedFile(t *testing.T) {
 		}
 	}
 }
+
+// Every value a ${...} reference gives is a secret, whatever field it is
+// in, in the URL-escaped forms it takes there too; in a file that failed
+// to load as well.
+func TestInterpolatedValuesAreSecrets(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ToolDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"tool/remote.yaml": "url: \"http://127.0.0.1:9/mcp?api_key=${oc.env:Q_KEY}\"\n",
+		"tool/child.yaml":  "tool_command: \"${oc.env:BIN,/opt/bin/srv-4242}\"\nargs: [\"--flag=${ARG_VAL}\", plain]\n",
+		"tool/broken.yaml": "tool_command: x\nargs: [\"${BROKEN_ARG}\", \"${NOT_SET}\"]\n",
+		SettingsFile:       "rewrite:\n  - name: r\n    block_urls: [a.com/**]\n    message: \"key ${MSG_VAL}\"\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := Load(dir, &Options{Lookup: env(map[string]string{
+		"Q_KEY": "sk-live/q+k 1", "ARG_VAL": "arg-secret-99", "BROKEN_ARG": "broken-secret-7", "MSG_VAL": "msg-secret-3",
+	})})
+	if err != nil || len(snap.Errors) != 1 {
+		t.Fatalf("%v %v", err, snap.Errors)
+	}
+	got := map[string]bool{}
+	for _, s := range snap.Secrets() {
+		got[s] = true
+	}
+	for _, want := range []string{"sk-live/q+k 1", "sk-live%2Fq%2Bk+1", "sk-live%2Fq+k%201", "/opt/bin/srv-4242", "arg-secret-99", "broken-secret-7", "msg-secret-3"} {
+		if !got[want] {
+			t.Errorf("%q is not a secret; secrets: %q", want, snap.Secrets())
+		}
+	}
+	if got["plain"] {
+		t.Error("a literal argument is masked")
+	}
+}

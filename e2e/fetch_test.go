@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestBuiltinFetchServer runs the built-in fetch engine the way the shipped
@@ -56,4 +59,50 @@ func TestBuiltinFetchServer(t *testing.T) {
 	if text := resultText(res); !res.IsError || !strings.Contains(text, "HTTP 404 Not Found") {
 		t.Errorf("fetch of a missing page: isError=%v %q, want an isError with the status", res.IsError, text)
 	}
+}
+
+// An open redirect does not get the built-in fetch engine past a refusal
+// rule: mcpmux checks the arguments, the engine every redirect target, and
+// both answer with the rule's message. A client's own _meta cannot take
+// the rules away.
+func TestFetchRedirectsHeldToTheRules(t *testing.T) {
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/out":
+			http.Redirect(w, r, "/datasets/answers", http.StatusFound)
+		case "/short":
+			http.Redirect(w, r, "/out", http.StatusMovedPermanently)
+		default:
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprint(w, "THE ANSWERS at "+r.URL.Path)
+		}
+	}))
+	t.Cleanup(page.Close)
+	const message = "Do not fetch benchmark answers."
+	dir := writeConfig(t, map[string]string{
+		"mcpmux.yaml":     "rewrite:\n  - name: no-answers\n    tools: [\"*fetch*\"]\n    block_urls: [\"127.0.0.1/datasets/**\"]\n    message: \"" + message + "\"\n",
+		"tool/fetch.yaml": "name: fetch\ntool_command: mcpmux\nargs: [\"fetch-server\", \"--allow-private-networks\"]\n",
+	})
+	cs, p := startStdio(t, dir)
+	for _, c := range []struct {
+		path string
+		meta mcp.Meta
+	}{
+		{"/datasets/answers", nil}, // refused by mcpmux itself
+		{"/out", nil},              // by the engine, at the redirect
+		{"/short", nil},            // two hops
+		{"/out", mcp.Meta{"mcpmux/refuse_urls": []any{}}},
+	} {
+		res, err := cs.CallTool(testContext(t), &mcp.CallToolParams{Name: "fetch__fetch", Arguments: map[string]any{"url": page.URL + c.path}, Meta: c.meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultText(res); !res.IsError || !strings.HasPrefix(got, message) || strings.Contains(got, "THE ANSWERS") {
+			t.Errorf("fetch %s (_meta %v): isError=%v %q, want the rule's message", c.path, c.meta, res.IsError, got)
+		}
+	}
+	if res := callTool(t, cs, "fetch__fetch", map[string]any{"url": page.URL + "/models/x"}); res.IsError || !strings.Contains(resultText(res), "THE ANSWERS at /models/x") {
+		t.Errorf("a page no rule refuses: %q", resultText(res))
+	}
+	p.logs.waitFor(t, regexp.MustCompile(`redirected to [^ ]*/datasets/answers, which rule [^ ]*no-answers[^ ]* refuses`))
 }

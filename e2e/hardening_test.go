@@ -92,6 +92,66 @@ func TestSecretsMaskedInCheckAndHealth(t *testing.T) {
 	noSecret(t, "mcpmux's log", p.logs.String())
 }
 
+// A value interpolated into a url's query, into args or into tool_command
+// is masked like any secret in the log, in check and in /healthz, also
+// where a log line or an error's stderr tail is cut in the middle of it.
+func TestInterpolatedSecretsMaskedEverywhere(t *testing.T) {
+	secrets := map[string]string{
+		"E2E_QUERY_KEY": "sk-query-7d1e5a90c4",
+		"E2E_ARG_KEY":   "sk-arg-3b8f26e1d7",
+		"E2E_CMD_KEY":   "sk-cmd-95ca0e4b12",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	pad := strings.Repeat("p", 290) // puts the arg's secret across the 300-byte cut of the stderr tail
+	dir := writeConfig(t, map[string]string{
+		"tool/remote.yaml": "url: \"http://127.0.0.1:9/mcp?api_key=${oc.env:E2E_QUERY_KEY}\"\nconnect_timeout: 5s\n",
+		"tool/args.yaml":   fixture("args", "args-crash", "args: [\""+pad+"${oc.env:E2E_ARG_KEY}\"]"),
+		"tool/cmd.yaml":    "tool_command: \"/nonexistent/${oc.env:E2E_CMD_KEY}\"\n",
+	})
+	hidden := func(what, s string) {
+		t.Helper()
+		for _, v := range secrets {
+			if strings.Contains(s, v[:6]) {
+				t.Errorf("%s shows %q of a secret:\n%s", what, v[:6], s)
+			}
+		}
+	}
+	out, errOut, code := runMcpmux(t, "check", "--config", dir)
+	if code == 0 || strings.Count(out, "****") < 3 {
+		t.Errorf("check = %d, want the three failures, masked:\n%s", code, out)
+	}
+	hidden("check", out+errOut)
+
+	p := startHTTP(t, dir)
+	var body string
+	for deadline := time.Now().Add(testTimeout); ; time.Sleep(50 * time.Millisecond) {
+		_, h := healthz(t, p)
+		failed := 0
+		for _, s := range h.Servers {
+			if s.Error != "" {
+				failed++
+			}
+		}
+		if failed == 3 {
+			resp, err := http.Get(p.url + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body = readAll(t, resp.Body)
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every server failed: %+v", h)
+		}
+	}
+	hidden("/healthz", body)
+	p.logs.waitFor(t, regexp.MustCompile(`bad arguments`))
+	hidden("the log", p.logs.String())
+}
+
 // rawPost sends one JSON-RPC message as a Streamable HTTP client would.
 func rawPost(t *testing.T, url, body string, header map[string]string) (*http.Response, string) {
 	t.Helper()

@@ -14,6 +14,7 @@ import (
 //	leak        prints its secret env var FIXTURE_API_KEY to stderr at start
 //	            and in every error (tool fail: a JSON-RPC error quoting it)
 //	leak-crash  prints the secret to stderr and exits at start
+//	args-crash  prints its arguments to stderr and exits at start
 //	huge        tool dump: a text result of `mb` MB plus an image of as many
 //	flood       floods stderr without pause, with and without newlines,
 //	            while serving echo
@@ -25,8 +26,12 @@ func init() {
 
 // hostileStart handles the modes that never serve.
 func hostileStart(mode string) (code int, handled bool) {
-	if mode == "leak-crash" {
+	switch mode {
+	case "leak-crash":
 		fmt.Fprintf(os.Stderr, "fixture: auth failed for key %s\n", os.Getenv("FIXTURE_API_KEY"))
+		return 3, true
+	case "args-crash":
+		fmt.Fprintf(os.Stderr, "fixture: bad arguments %q\n", os.Args[1:])
 		return 3, true
 	}
 	return 0, false

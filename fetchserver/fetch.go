@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
+
+	"github.com/mcpmux/mcpmux/rewrite"
 )
 
 // maxRedirects is how many redirects one fetch follows.
@@ -57,6 +59,9 @@ func newFetcher(o *Options) *fetcher {
 				if len(via) > maxRedirects {
 					return errTooManyRedirects
 				}
+				if r := rulesOf(req.Context()).Blocked(req.URL.String()); r != nil {
+					return &ruleError{refusal: r, from: via[len(via)-1].URL.String(), to: req.URL.String()}
+				}
 				return checkURL(req.URL, o.AllowPrivateNetworks)
 			},
 		},
@@ -65,6 +70,30 @@ func newFetcher(o *Options) *fetcher {
 		userAgent:    "mcpmux-fetch/" + o.version(),
 		allowPrivate: o.AllowPrivateNetworks,
 	}
+}
+
+// rulesKey is the context key of the rules a fetch's redirects are held to.
+type rulesKey struct{}
+
+// withRules returns ctx carrying the rules of a fetch.
+func withRules(ctx context.Context, rules *rewrite.URLBlocker) context.Context {
+	return context.WithValue(ctx, rulesKey{}, rules)
+}
+
+// rulesOf returns the rules of a fetch's context; nil blocks nothing.
+func rulesOf(ctx context.Context) *rewrite.URLBlocker {
+	b, _ := ctx.Value(rulesKey{}).(*rewrite.URLBlocker)
+	return b
+}
+
+// ruleError is a redirect to a URL that one of mcpmux's rules refuses.
+type ruleError struct {
+	refusal  *rewrite.Refusal
+	from, to string
+}
+
+func (e *ruleError) Error() string {
+	return fmt.Sprintf("%s redirected to %s, which rule %q refuses", e.from, e.to, e.refusal.Rule)
 }
 
 // kind is how fetch treats a media type.
@@ -249,7 +278,11 @@ func (f *fetcher) describe(err error, rawURL string) string {
 		invalid  x509.CertificateInvalidError
 		recHdErr tls.RecordHeaderError
 	)
+	var byRule *ruleError
 	switch {
+	case errors.As(err, &byRule):
+		// The rule's own message, as for a call mcpmux refused itself.
+		return fmt.Sprintf("%s [Not fetched: %s redirected to %s, which rule '%s' refuses.]", byRule.refusal.Message, byRule.from, byRule.to, byRule.refusal.Rule)
 	case errors.As(err, &badURL):
 		return "Invalid URL: " + badURL.msg + "."
 	case errors.As(err, &refused):

@@ -32,6 +32,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/rewrite"
 )
 
 // Defaults of Options and of the tool's arguments.
@@ -177,9 +178,19 @@ func (t *tool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		t.log.Info("fetch refused", "url", a.URL, "reason", err)
 		return errorResult("%s", t.fetcher.describe(err, a.URL)), nil
 	}
+	// The refusals of mcpmux's rules for this call (see
+	// rewrite.RefusalsMetaKey): every redirect target is held to them.
+	rules, err := rewrite.ParseRefusals(req.Params.Meta)
+	if err != nil {
+		return errorResult("Invalid _meta: %v. It is set by mcpmux; a client calling this server directly can leave it out.", err), nil
+	}
+	if r := rules.Blocked(u.String()); r != nil {
+		t.log.Info("fetch refused by a rule", "url", a.URL, "rule", r.Rule)
+		return errorResult("%s", r.Message), nil
+	}
 
 	start := time.Now()
-	resp, err := t.fetcher.get(ctx, u)
+	resp, err := t.fetcher.get(withRules(ctx, rules), u)
 	if err != nil {
 		msg := t.fetcher.describe(err, u.String())
 		t.log.Info("fetch failed", "url", u.String(), "error", err, "duration", time.Since(start).Round(time.Millisecond))

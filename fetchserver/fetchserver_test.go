@@ -8,11 +8,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/rewrite"
 )
 
 // These tests drive the server as a client would: a real MCP session over
@@ -426,6 +429,67 @@ func TestRedirects(t *testing.T) {
 	mustFail(t, cs, map[string]any{"url": srv.URL + "/loop"}, "stopped after 10 redirects")
 	mustFail(t, cs, map[string]any{"url": srv.URL + "/to-metadata"}, "169.254.169.254 is a link-local address")
 	mustFail(t, cs, map[string]any{"url": srv.URL + "/to-file"}, `the "file" scheme is not supported`)
+}
+
+// A redirect to a URL that a rule of the call refuses (rewrite.RefusalsMetaKey
+// in its _meta) is not followed: the answer is the rule's message. The same
+// redirect is followed for a call without rules, and a target elsewhere.
+func TestRedirectsHeldToTheCallsRules(t *testing.T) {
+	var srv *httptest.Server
+	// An open redirect: /go/N redirects to targets[N], which the URL of
+	// the call does not show.
+	var (
+		mu      sync.Mutex
+		targets []string
+	)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := fmt.Sscanf(r.URL.Path, "/go/%d", &n); err == nil && n < len(targets) {
+			http.Redirect(w, r, strings.ReplaceAll(targets[n], "SRV", srv.URL), http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "page "+r.URL.Path)
+	}))
+	t.Cleanup(srv.Close)
+	cs := connect(t, allowLoopback)
+	rules := []rewrite.Refusal{{Rule: "no-answers", BlockURLs: []string{"127.0.0.1/datasets/**"}, Message: "Do not read the answers."}}
+	fetch := func(to string, meta mcp.Meta) (string, bool) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		mu.Lock()
+		targets = append(targets, to)
+		n := len(targets) - 1
+		mu.Unlock()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fetch", Arguments: map[string]any{"url": fmt.Sprintf("%s/go/%d", srv.URL, n)}, Meta: meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	withRules := mcp.Meta{rewrite.RefusalsMetaKey: rules}
+	for _, to := range []string{"/datasets/x", "/DATASETS/./x/", "SRV/models/../datasets/y", "/proxy/SRV/datasets/z", "/go/0"} {
+		text, isErr := fetch(to, withRules)
+		if !isErr || !strings.HasPrefix(text, "Do not read the answers. [Not fetched: ") || !strings.Contains(text, "rule 'no-answers'") {
+			t.Errorf("redirect to %s under the rule: isError=%v %q", to, isErr, text)
+		}
+	}
+	if text, isErr := fetch("/models/x", withRules); isErr || !strings.HasSuffix(text, "page /models/x") {
+		t.Errorf("redirect elsewhere under the rule: isError=%v %q", isErr, text)
+	}
+	if text, isErr := fetch("/datasets/x", nil); isErr || !strings.HasSuffix(text, "page /datasets/x") {
+		t.Errorf("redirect without rules: isError=%v %q", isErr, text)
+	}
+	text, isErr := call(t, cs, map[string]any{"url": srv.URL + "/datasets/direct"})
+	if isErr || !strings.HasSuffix(text, "page /datasets/direct") {
+		t.Errorf("direct fetch without rules: %q", text)
+	}
+	if _, isErr := fetch("/x", mcp.Meta{rewrite.RefusalsMetaKey: "not a list"}); !isErr {
+		t.Error("malformed rules were ignored")
+	}
 }
 
 func TestConnectionRefused(t *testing.T) {

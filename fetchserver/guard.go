@@ -43,14 +43,14 @@ var (
 		netip.MustParsePrefix("100.64.0.0/10"),
 		netip.MustParsePrefix("fc00::/7"),
 		netip.MustParsePrefix("fec0::/10"),
+		localNAT64, // RFC 8215: a NAT64 of the local network
 	}
 	// thisNetwork is 0.0.0.0/8: connecting to 0.0.0.0 reaches this host.
 	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 	broadcast   = netip.AddrFrom4([4]byte{255, 255, 255, 255})
-	// nat64 is the well-known NAT64 prefix: a gateway forwards such an
-	// address to the IPv4 address in its last 32 bits, so that is the one
-	// to check.
-	nat64 = netip.MustParsePrefix("64:ff9b::/96")
+	// localNAT64 is local-use NAT64 (RFC 8215): translated to IPv4 inside
+	// the local network.
+	localNAT64 = netip.MustParsePrefix("64:ff9b:1::/48")
 
 	// metadataHosts are the names of instance-metadata services. They are
 	// refused by name before any lookup, as a resolver's search domains can
@@ -78,12 +78,74 @@ func (e *refusedError) Error() string {
 	return fmt.Sprintf("refused to connect to %s: it is %s", e.host, e.why)
 }
 
+// ipv4Form is a kind of IPv6 address that carries an IPv4 address the
+// traffic ends up at: a NAT64 gateway, a 6to4 or Teredo relay, or a stack
+// that reads an IPv4-compatible address as IPv4 delivers it there. Such an
+// address is refused if any IPv4 address it may carry is.
+type ipv4Form struct {
+	prefix netip.Prefix
+	name   string
+	// at lists where the IPv4 address may sit: the indexes of its four
+	// bytes in the IPv6 address (several for local-use NAT64, whose
+	// prefix length the network chooses).
+	at [][4]int
+	// xor is set when the bytes are stored inverted (a Teredo client).
+	xor bool
+}
+
+var ipv4Forms = []ipv4Form{
+	// ::a.b.c.d, deprecated (RFC 4291); :: and ::1 are themselves.
+	{prefix: netip.MustParsePrefix("::/96"), name: "an IPv4-compatible address", at: [][4]int{{12, 13, 14, 15}}},
+	// ::ffff:0:a.b.c.d (SIIT, RFC 2765). IPv4-mapped ::ffff:a.b.c.d is
+	// unmapped before any check.
+	{prefix: netip.MustParsePrefix("::ffff:0:0:0/96"), name: "an IPv4-translated address", at: [][4]int{{12, 13, 14, 15}}},
+	// The well-known NAT64 prefix (RFC 6052).
+	{prefix: netip.MustParsePrefix("64:ff9b::/96"), name: "a NAT64 address", at: [][4]int{{12, 13, 14, 15}}},
+	// Local-use NAT64 (RFC 8215) with the RFC 6052 layouts that fit in it:
+	// /48, /56, /64, /96 (bits 64-71 are skipped).
+	{prefix: localNAT64, name: "a local-use NAT64 address", at: [][4]int{{6, 7, 9, 10}, {7, 9, 10, 11}, {9, 10, 11, 12}, {12, 13, 14, 15}}},
+	// 6to4 (RFC 3056): 2002:AABB:CCDD::/48 is the site of A.B.C.D.
+	{prefix: netip.MustParsePrefix("2002::/16"), name: "a 6to4 address", at: [][4]int{{2, 3, 4, 5}}},
+	// Teredo (RFC 4380): the server's IPv4 address, and the client's,
+	// inverted, in the last 32 bits.
+	{prefix: netip.MustParsePrefix("2001::/32"), name: "a Teredo address", at: [][4]int{{4, 5, 6, 7}}},
+	{prefix: netip.MustParsePrefix("2001::/32"), name: "a Teredo address", at: [][4]int{{12, 13, 14, 15}}, xor: true},
+}
+
+// carried returns the IPv4 addresses f says addr may carry.
+func (f *ipv4Form) carried(addr netip.Addr) []netip.Addr {
+	b := addr.As16()
+	out := make([]netip.Addr, 0, len(f.at))
+	for _, at := range f.at {
+		var v4 [4]byte
+		for i, j := range at {
+			v4[i] = b[j]
+			if f.xor {
+				v4[i] ^= 0xff
+			}
+		}
+		out = append(out, netip.AddrFrom4(v4))
+	}
+	return out
+}
+
 // checkAddr applies the policy to one address; nil means allowed.
 func checkAddr(addr netip.Addr, allowPrivate bool) *refusedError {
 	addr = addr.Unmap().WithZone("")
-	if nat64.Contains(addr) {
-		b := addr.As16()
-		addr = netip.AddrFrom4([4]byte(b[12:]))
+	if addr.Is6() && !addr.IsLoopback() && !addr.IsUnspecified() {
+		for i := range ipv4Forms {
+			f := &ipv4Forms[i]
+			if !f.prefix.Contains(addr) {
+				continue
+			}
+			for _, v4 := range f.carried(addr) {
+				if r := checkAddr(v4, allowPrivate); r != nil {
+					r.why = fmt.Sprintf("%s for %s, which is %s", f.name, v4, r.why)
+					r.host = addr.String()
+					return r
+				}
+			}
+		}
 	}
 	for _, p := range alwaysRefused {
 		if p.Contains(addr) {
@@ -108,6 +170,8 @@ func checkAddr(addr netip.Addr, allowPrivate bool) *refusedError {
 				why = "a loopback address"
 			case addr.IsUnspecified() || p == thisNetwork:
 				why = "an address of this host"
+			case p == localNAT64:
+				why = "a local-use NAT64 address, which reaches the local network"
 			}
 			return &refusedError{host: addr.String(), why: why, private: true}
 		}

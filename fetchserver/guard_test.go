@@ -31,6 +31,36 @@ func TestCheckAddr(t *testing.T) {
 		{"100.64.0.1", true, false},
 		{"fd12:3456::1", true, false},
 		{"64:ff9b::a00:1", true, false}, // NAT64 of 10.0.0.1
+		{"64:ff9b::a9fe:a9fe", true, true},
+		{"64:ff9b::808:808", false, false},
+		// IPv4-compatible (::/96) and IPv4-translated (::ffff:0:0:0/96).
+		{"::127.0.0.1", true, false},
+		{"::10.1.2.3", true, false},
+		{"::169.254.169.254", true, true},
+		{"::100.100.100.200", true, true},
+		{"::8.8.8.8", false, false},
+		{"::ffff:0:127.0.0.1", true, false},
+		{"::ffff:0:169.254.169.254", true, true},
+		{"::ffff:169.254.169.254", true, true}, // IPv4-mapped
+		{"::ffff:10.0.0.1", true, false},
+		// Local-use NAT64 (64:ff9b:1::/48): a local network, and the
+		// metadata service wherever the layout puts it.
+		{"64:ff9b:1::808:808", true, false},
+		{"64:ff9b:1::a9fe:a9fe", true, true},       // /96
+		{"64:ff9b:1:a9fe:a9:fe00::", true, true},   // /48
+		{"64:ff9b:1:a9:fea9:fe00::", true, true},   // /56
+		{"64:ff9b:1:0:a9:fea9:fe00:0", true, true}, // /64
+		{"64:ff9b:2::a9fe:a9fe", false, false},     // not NAT64: a public address
+		// 6to4 (2002::/16) of the embedded IPv4 address.
+		{"2002:7f00:1::1", true, false},
+		{"2002:c0a8:101::", true, false},
+		{"2002:a9fe:a9fe::1", true, true},
+		{"2002:808:808::1", false, false},
+		// Teredo (2001::/32): server, and client inverted.
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", false, false}, // RFC 4380's example: 65.54.227.120, 192.0.2.45
+		{"2001:0:808:808::80ff:fffe", true, false},             // client 127.0.0.1
+		{"2001:0:a9fe:a9fe::1", true, true},                    // server 169.254.169.254
+		{"2001:db8::1", false, false},                          // documentation, not Teredo
 		{"169.254.169.254", true, true},
 		{"169.254.0.1", true, true},
 		{"::ffff:169.254.169.254", true, true},

@@ -30,6 +30,7 @@ const (
 	OutcomeRejected    = "rejected"    // the server answered with a JSON-RPC error
 	OutcomeFailed      = "failed"      // any other failure of the upstream call
 	OutcomeBadArgs     = "bad_arguments"
+	OutcomeAtLimit     = "at_limit"  // a per-client server at max_clients had no connection for the caller
 	OutcomeRefused     = "refused"   // refused before the call: blacklist or a rewrite rule
 	OutcomeUnknown     = "unknown"   // no tool of that name (server and tool labels empty)
 	OutcomeAmbiguous   = "ambiguous" // several tools of that name (labels empty)
@@ -65,6 +66,7 @@ type Metrics struct {
 	inFlight *prometheus.GaugeVec
 	sessions *prometheus.GaugeVec
 	opened   *prometheus.CounterVec
+	refused  prometheus.Counter
 	reloads  *prometheus.CounterVec
 	rules    *prometheus.CounterVec
 }
@@ -103,6 +105,10 @@ func New(opts *Options) *Metrics {
 			Name: "mcpmux_client_sessions_total",
 			Help: "Client sessions initialized, by profile.",
 		}, []string{"profile"}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcpmux_client_sessions_refused_total",
+			Help: "HTTP client sessions refused (503) because max_sessions were open.",
+		}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpmux_config_reloads_total",
 			Help: "Config reloads by result: applied, unchanged, invalid (a file was invalid and kept its previous version), failed (a changed server did not come up).",
@@ -112,7 +118,7 @@ func New(opts *Options) *Metrics {
 			Help: "Calls a rule acted on, by kind (refused, corrected, fallback) and rule name.",
 		}, []string{"kind", "rule"}),
 	}
-	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.sessions, m.opened, m.reloads, m.rules,
+	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.sessions, m.opened, m.refused, m.reloads, m.rules,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Servers != nil {
@@ -202,4 +208,12 @@ func (m *Metrics) SessionStarted(profile string) (ended func()) {
 	g := m.sessions.WithLabelValues(profile)
 	g.Inc()
 	return g.Dec
+}
+
+// SessionRefused counts an HTTP client session refused at max_sessions.
+func (m *Metrics) SessionRefused() {
+	if m == nil {
+		return
+	}
+	m.refused.Inc()
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 // fallback calls another tool when a matching tool failed (an isError
@@ -47,9 +49,11 @@ func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, 
 	if res2 == nil || res2.IsError {
 		text := ""
 		if res2 != nil {
-			text = ResultText(res2)
+			// Masked before it is cut: cut first, a secret across the cut
+			// would show its first characters in the log.
+			text = logs.MaskerOf(env.Log).Mask(ResultText(res2))
 			if len(text) > 300 {
-				text = text[:300] + "..."
+				text = strings.ToValidUTF8(text[:300], "") + "..."
 			}
 		}
 		record(env, f.name, ActionFallback, c, "fallback", f.tool, "outcome", "failed", "error", text)

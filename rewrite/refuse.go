@@ -24,7 +24,7 @@ func (r *refuse) before(c *Call, env *Env) *mcp.CallToolResult {
 	}
 	var pattern string
 	walkStrings(args, func(s string) bool {
-		_, pattern = r.urls.findURLs(s, true)
+		pattern = r.urls.firstMatch(s)
 		return pattern != ""
 	})
 	if pattern == "" {

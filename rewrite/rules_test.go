@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 // seedRules are the two rules config/mcpmux.yaml ships, plus redaction
@@ -113,6 +115,15 @@ func TestRefuse(t *testing.T) {
 		{"browser__scrape", ``, false},
 		{"code__run_python", `{"code": "open('https://huggingface.co/datasets/x')"}`, false}, // not a matching tool
 		{"search__google_search", `{"q": "site:huggingface.co/datasets/gaia answers"}`, true},
+		// Tabs and newlines that a WHATWG parser (browsers, Node, Python)
+		// drops, and C0 controls and spaces it trims.
+		{"fetch__fetch", `{"url": "https://hugging\nface.co/datasets/x"}`, true},
+		{"fetch__fetch", `{"url": "https://huggingface.co/data\tsets/x"}`, true},
+		{"fetch__fetch", `{"url": "https://huggingface.co\r\n/datasets/x"}`, true},
+		{"fetch__fetch", `{"url": "ht\ttps:/\n/hf.co/spa\r\nces/y"}`, true},
+		{"fetch__fetch", `{"url": "\u0000\u001f https://huggingface.co/datasets/x \u0001"}`, true},
+		{"fetch__fetch", `{"text": "please read https://hugging\nface.co/datasets/x now"}`, true},
+		{"fetch__fetch", `{"url": "https://huggingface.co/models\n/x"}`, false},
 	} {
 		res := r.Before(call(tt.tool, tt.args), env)
 		if (res != nil) != tt.refused {
@@ -256,5 +267,63 @@ func TestTemplateKeepsTypes(t *testing.T) {
 	}
 	if names := tpl.names(); strings.Join(names, ",") != "n,obj" {
 		t.Errorf("names %v", names)
+	}
+}
+
+// A failed fallback's error, logged cut to 300 bytes, is masked first: a
+// secret across the cut does not show its first characters.
+func TestFallbackFailureLogIsMaskedBeforeTheCut(t *testing.T) {
+	const secret = "sk-Zq9f8e7d6c5b4a3210"
+	var out bytes.Buffer
+	m := &logs.Masker{}
+	m.Add(secret)
+	env := &Env{
+		Log: logs.Masked(slog.New(slog.NewTextHandler(&out, nil)), m),
+		Call: func(context.Context, string, json.RawMessage) *mcp.CallToolResult {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("e", 295) + secret}}}
+		},
+	}
+	failed := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "unhandled errors"}}}
+	mustCompile(t, seedRules).After(context.Background(), call("web__scrape", `{"url": "https://example.com"}`), failed, env)
+	if !strings.Contains(out.String(), "outcome=failed") || strings.Contains(out.String(), secret[:5]) {
+		t.Errorf("log:\n%s", out.String())
+	}
+}
+
+// Refusals lists the refusals of the rules matching a call, which a
+// URLBlocker built from them applies to single URLs as the rules apply to
+// arguments.
+func TestRefusalsAndURLBlocker(t *testing.T) {
+	r := mustCompile(t, seedRules)
+	if got := r.Refusals(call("files__read", `{}`)); got != nil {
+		t.Errorf("refusals of a tool no rule names: %v", got)
+	}
+	got := r.Refusals(call("fetch__fetch", `{}`))
+	if len(got) != 1 || got[0].Rule != "no-benchmark-answers" || len(got[0].BlockURLs) != 2 || !strings.HasPrefix(got[0].Message, "You are trying") {
+		t.Fatalf("refusals of fetch__fetch: %+v", got)
+	}
+	b, err := NewURLBlocker(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, blocked := range map[string]bool{
+		"https://huggingface.co/datasets/x":                      true,
+		"https://HF.co/./spaces/y":                               true,
+		"https://hugging\nface.co/datasets/x":                    true,
+		"https://r.jina.ai/https://huggingface.co/datasets/x":    true,
+		"https://a.example/?u=https%3A%2F%2Fhf.co%2Fdatasets%2F": true,
+		"https://huggingface.co/models/x":                        false,
+		"https://example.com/datasets/x":                         false,
+	} {
+		if got := b.Blocked(u) != nil; got != blocked {
+			t.Errorf("Blocked(%q) = %v, want %v", u, got, blocked)
+		}
+	}
+	if _, err := NewURLBlocker([]Refusal{{Rule: "bad", BlockURLs: []string{"/no-host"}}}); err == nil || !strings.Contains(err.Error(), `rule "bad"`) {
+		t.Errorf("a bad pattern: %v", err)
+	}
+	var none *URLBlocker
+	if none.Blocked("https://huggingface.co/datasets/x") != nil {
+		t.Error("a nil blocker blocked")
 	}
 }

@@ -39,6 +39,22 @@ func (s urlSet) findURLs(text string, first bool) (spans []span, pattern string)
 	return spans, pattern
 }
 
+// firstMatch returns the pattern that a URL in text matches, or "". The
+// text is read twice if it holds tabs or newlines: as it is, and as the
+// WHATWG URL parser reads a URL string, without them (WHATWGClean), so
+// that "https://hugging\nface.co/datasets/x", which a browser, a Node.js
+// or a Python tool fetches as huggingface.co/datasets/x, is found too.
+func (s urlSet) firstMatch(text string) string {
+	if _, p := s.findURLs(text, true); p != "" {
+		return p
+	}
+	if strings.ContainsAny(text, tabOrNewline) {
+		_, p := s.findURLs(WHATWGClean(text), true)
+		return p
+	}
+	return ""
+}
+
 // tokens splits text at characters that do not occur in URLs as people
 // write them (spaces, quotes, brackets), and trims trailing punctuation.
 func tokens(text string) []span {

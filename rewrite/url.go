@@ -20,10 +20,11 @@ var hostAliases = map[string]string{
 // characters decoded (%64 → d) and other escapes in upper case; "." and
 // ".." segments resolved and empty segments (duplicate and trailing
 // slashes) dropped. Backslashes count as slashes, as browsers read them.
-// ok is false if raw has no usable host. The result is its own normal
-// form.
+// First raw is cleaned as the WHATWG URL parser cleans it (see
+// WHATWGClean). ok is false if raw has no usable host. The result is its
+// own normal form.
 func NormalizeURL(raw string) (norm string, ok bool) {
-	host, path, ok := splitURL(strings.Trim(raw, asciiSpace))
+	host, path, ok := splitURL(WHATWGClean(raw))
 	if !ok {
 		return "", false
 	}
@@ -171,9 +172,36 @@ func normalizePath(p string) []string {
 	return out
 }
 
-// asciiSpace is what NormalizeURL trims; only ASCII, which escapeControls
-// escapes inside a path, so that trimming the result changes nothing.
-const asciiSpace = " \t\n\v\f\r"
+// WHATWGClean removes from a URL string what the WHATWG URL parser
+// ignores before it parses: ASCII tab, LF and CR anywhere, and C0 control
+// characters and spaces at either end. Browsers, Node.js's URL and
+// Python's urlsplit all do this, so to a tool built on any of them
+// "https://hugging\nface.co/datasets/x" is a page of huggingface.co.
+func WHATWGClean(s string) string {
+	// Byte by byte: all of these are ASCII, and bytes of invalid UTF-8
+	// must stay as they are.
+	start, end := 0, len(s)
+	for start < end && s[start] <= ' ' {
+		start++
+	}
+	for end > start && s[end-1] <= ' ' {
+		end--
+	}
+	s = s[start:end]
+	if !strings.ContainsAny(s, tabOrNewline) {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '\t' && c != '\n' && c != '\r' {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// tabOrNewline are the characters WHATWGClean removes anywhere.
+const tabOrNewline = "\t\n\r"
 
 // escapeControls percent-encodes spaces and control characters.
 func escapeControls(seg string) string {

@@ -31,13 +31,21 @@ func TestNormalizeURL(t *testing.T) {
 		{"example.com/a b/", "example.com/a%20b"},
 		{"http://[::1]:8080/x", "[::1]/x"},
 		{"localhost:3000/api", "localhost/api"},
+		// What the WHATWG URL parser ignores: tab, LF, CR anywhere; C0
+		// controls and spaces at either end.
+		{"https://hugging\nface.co/datasets/x", "huggingface.co/datasets/x"},
+		{"ht\ttps://huggingface.co/data\r\nsets/x", "huggingface.co/datasets/x"},
+		{"https:/\t/hf.co/%6\n4atasets/x", "huggingface.co/datasets/x"},
+		{"\x00\x1f https://huggingface.co/datasets/x\x7f", "huggingface.co/datasets/x%7F"},
+		{"\x01huggingface.co/datasets/x\x02 ", "huggingface.co/datasets/x"},
+		{"example.com/a\x0bb", "example.com/a%0Bb"},
 	} {
 		got, ok := NormalizeURL(tt.in)
 		if !ok || got != tt.want {
 			t.Errorf("NormalizeURL(%q) = %q, %v; want %q", tt.in, got, ok, tt.want)
 		}
 	}
-	for _, bad := range []string{"", "   ", "https://", "a b.com/x", "exa$mple.com/x", "[::1/x", "..."} {
+	for _, bad := range []string{"", "   ", "https://", "a b.com/x", "exa$mple.com/x", "[::1/x", "...", "\x00\t\n", "hugging\x0bface.co/x"} {
 		if got, ok := NormalizeURL(bad); ok {
 			t.Errorf("NormalizeURL(%q) = %q, want no URL", bad, got)
 		}
@@ -127,7 +135,7 @@ func TestFindURLs(t *testing.T) {
 	}
 }
 
-func mustURLSet(t *testing.T, patterns ...string) urlSet {
+func mustURLSet(t testing.TB, patterns ...string) urlSet {
 	t.Helper()
 	var s urlSet
 	for _, raw := range patterns {
@@ -140,20 +148,39 @@ func mustURLSet(t *testing.T, patterns ...string) urlSet {
 	return s
 }
 
-// FuzzNormalizeURL: no input panics, and a normal form is its own normal
-// form. Seeds are in testdata/fuzz/FuzzNormalizeURL.
+// FuzzNormalizeURL: no input panics; a normal form is its own normal
+// form; a tab, LF or CR put anywhere changes nothing (the WHATWG parser
+// drops them), nor do C0 controls and spaces around the URL; and a URL
+// that matches a pattern is refused with such characters in it too.
+// Seeds are in testdata/fuzz/FuzzNormalizeURL.
 func FuzzNormalizeURL(f *testing.F) {
-	f.Add("https://huggingface.co/datasets/x")
-	f.Fuzz(func(t *testing.T, raw string) {
+	f.Add("https://huggingface.co/datasets/x", uint16(8), byte('\n'))
+	f.Add("https://hugging\nface.co/datasets/x", uint16(0), byte(0))
+	f.Add("hf.co/%64atasets/x", uint16(9), byte('\t'))
+	f.Add(" \x00https://huggingface.co/spaces/y\x1f ", uint16(30), byte('\r'))
+	set := mustURLSet(f, "huggingface.co/datasets/**", "huggingface.co/spaces/**")
+	f.Fuzz(func(t *testing.T, raw string, at uint16, ctl byte) {
+		set.findURLs(raw, false) // must not panic
 		norm, ok := NormalizeURL(raw)
-		if !ok {
-			return
+		if ok {
+			again, ok2 := NormalizeURL(norm)
+			if !ok2 || again != norm {
+				t.Fatalf("not idempotent: %q → %q → %q (ok=%v)", raw, norm, again, ok2)
+			}
 		}
-		again, ok := NormalizeURL(norm)
-		if !ok || again != norm {
-			t.Fatalf("not idempotent: %q → %q → %q (ok=%v)", raw, norm, again, ok)
+		// The same URL with a tab or newline inserted, or wrapped in
+		// controls, is the same URL.
+		i := int(at) % (len(raw) + 1)
+		variant := raw[:i] + string(rune("\t\n\r"[int(ctl)%3])) + raw[i:]
+		if ctl >= 0x80 {
+			variant = string(rune(ctl%0x21)) + raw + string(rune((ctl+7)%0x21))
 		}
-		set := mustURLSet(t, "huggingface.co/datasets/**")
-		set.findURLs(raw, false) // must not panic either
+		vnorm, vok := NormalizeURL(variant)
+		if vok != ok || vnorm != norm {
+			t.Fatalf("NormalizeURL(%q) = %q, %v but NormalizeURL(%q) = %q, %v", raw, norm, ok, variant, vnorm, vok)
+		}
+		if ok && set.match(norm) != "" && set.firstMatch(variant) == "" {
+			t.Fatalf("%q is blocked (%q) but %q is not found", raw, norm, variant)
+		}
 	})
 }

@@ -20,7 +20,7 @@ type urlPattern struct {
 // compileURLPattern reads a block_urls entry such as
 // "huggingface.co/datasets/**", normalised like the URLs it matches.
 func compileURLPattern(raw string) (urlPattern, error) {
-	s := strings.Trim(raw, asciiSpace)
+	s := WHATWGClean(raw)
 	if i := schemeEnd(s); i > 0 {
 		s = s[i:]
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/mcpmux/mcpmux/config"
 )
@@ -45,6 +45,7 @@ type conn struct {
 	cancel  context.CancelFunc // ends the context the session was opened with
 	pid     int                // process group of a stdio child; 0 for remote servers
 	cmd     *exec.Cmd          // the stdio child; nil for remote servers
+	groups  GroupTracker       // told when the child's group has ended; may be nil
 	limit   limiter            // max_concurrency of a per-client connection
 	started time.Time
 	task    string // task id the connection was opened for (per-client)
@@ -120,15 +121,17 @@ func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (
 	if err != nil {
 		return nil, err
 	}
-	cs, err := client.Connect(ctx, countTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, c.gate), sessOpts)
+	child := &childTransport{CommandTransport: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, groups: srv.opts.Groups}
+	cs, err := client.Connect(ctx, countTransport(child, c.gate), sessOpts)
 	stderr.started()
 	if cmd.Process != nil {
 		c.pid = cmd.Process.Pid
 	}
+	c.groups = srv.opts.Groups
 	if err != nil {
 		// Connect has closed the session, which waits for the child; make
 		// sure nothing else of its process group survives.
-		killGroup(c.pid, 0)
+		c.endGroup(0)
 		if ctx.Err() != nil {
 			err = fmt.Errorf("no answer to initialize within %v (is it an MCP server on stdio? a program that prints to stdout before speaking MCP cannot be used): %w", srv.connectTimeout(), err)
 		}
@@ -202,6 +205,31 @@ type childStderr struct {
 	copied chan struct{} // closed when every writer has closed the pipe
 }
 
+// stderrChunk is how much of a child's stderr is read at once, and the
+// size asked for its pipe: a child that floods stderr costs mcpmux one read
+// per stderrChunk (the default pipe holds 64 KiB, and io.Copy reads 32).
+const stderrChunk = 256 << 10
+
+// drain reads the child's stderr into the line logger until every writer
+// has closed it.
+func (e *childStderr) drain(r *os.File) {
+	defer close(e.copied)
+	defer r.Close()
+	if rc, err := r.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, stderrChunk) }) // best effort
+	}
+	buf := make([]byte, stderrChunk)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			_, _ = e.lineLogger.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 // started closes mcpmux's copy of the child's end, so that the pipe ends
 // when the child's process group does.
 func (e *childStderr) started() { _ = e.w.Close() }
@@ -231,14 +259,13 @@ func (srv *Server) command(task string) (*exec.Cmd, *childStderr, error) {
 		return nil, nil, fmt.Errorf("creating the stderr pipe: %w", err)
 	}
 	stderr := &childStderr{lineLogger: newLineLogger(srv.log, "stderr"), w: w, copied: make(chan struct{})}
-	go func() {
-		defer close(stderr.copied)
-		_, _ = io.Copy(stderr.lineLogger, r)
-		_ = r.Close()
-	}()
+	go stderr.drain(r)
 	cmd.Stderr = w
 	// Own process group, so that shutdown reaches an npx wrapper's child
-	// too; and die with us if we are killed without a chance to clean up.
+	// too; and die with us if we are killed without a chance to clean up
+	// (the rest of the group is the reaper's job: see internal/reaper).
+	// The kernel sends Pdeathsig when the thread that forked exits, not the
+	// process: childTransport forks on a thread that never exits.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A grandchild holding stderr open must not block Wait forever.
 	cmd.WaitDelay = killGrace
@@ -443,9 +470,18 @@ func (c *conn) close() {
 	case <-done:
 	case <-time.After(terminateGrace + killGrace):
 	}
-	killGroup(c.pid, killGrace)
+	c.endGroup(killGrace)
 	if c.cancel != nil {
 		c.cancel()
+	}
+}
+
+// endGroup terminates the child's process group (see killGroup) and then
+// tells the tracker it has ended.
+func (c *conn) endGroup(grace time.Duration) {
+	killGroup(c.pid, grace)
+	if c.groups != nil && c.pid > 0 {
+		c.groups.Untrack(c.pid)
 	}
 }
 

@@ -55,3 +55,15 @@ func (e *StoppedError) Error() string {
 	return fmt.Sprintf("%v, and the call to server %q did not finish within the grace period of %v", e.Reason, e.Server, e.Grace)
 }
 func (e *StoppedError) Unwrap() error { return e.Reason }
+
+// LimitError is returned for a call of a client that has no connection to a
+// session: per-client server whose max_clients connections are all taken
+// by other clients.
+type LimitError struct {
+	Server string
+	Max    int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("server %q is at its limit of %d client connections (max_clients)", e.Server, e.Max)
+}

@@ -65,6 +65,16 @@ type Options struct {
 	// a child process or HTTP; tests use it for in-memory servers. A nil
 	// result means the usual transport.
 	Transport func(*config.Server) mcp.Transport
+	// Groups, if set, is told of each child's process group from its
+	// start until it has ended, so that it can end the groups should
+	// mcpmux die without closing them (see internal/reaper).
+	Groups GroupTracker
+}
+
+// GroupTracker learns the process groups of the children while they run.
+type GroupTracker interface {
+	Track(pgid int)
+	Untrack(pgid int)
 }
 
 // ClientID identifies a client session, for per-client connections.
@@ -753,6 +763,10 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
+		}
+		if max := s.cfg.MaxClients; max > 0 && len(s.clients)+len(s.dialing) >= max {
+			s.mu.Unlock()
+			return nil, &LimitError{Server: s.cfg.Name, Max: max}
 		}
 		wait := make(chan struct{})
 		s.dialing[id] = wait

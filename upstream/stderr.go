@@ -3,10 +3,12 @@ package upstream
 import (
 	"bytes"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 const (
@@ -21,63 +23,97 @@ const (
 // tagged with the server's name. It never blocks the child for long: lines
 // beyond a rate limit are dropped (and counted), so a child that floods
 // stderr slows nobody down.
+//
+// Lines are masked (the config's secrets, see logs.Masker) before they are
+// cut to a length limit, never after: cut first, a secret across the cut
+// would show its first characters, which the masker no longer recognises.
+// For the same reason a line longer than maxPendingBytes is logged from its
+// first maxPendingBytes and the rest of it dropped, rather than in pieces.
 type lineLogger struct {
 	log    *slog.Logger
+	mask   *logs.Masker
 	stream string
 
-	mu      sync.Mutex
-	buf     []byte
-	window  time.Time
-	lines   int
-	dropped int
-	tail    []string // last lines, for error messages
+	mu       sync.Mutex
+	now      time.Time // of the Write being handled
+	buf      []byte    // the line being written, up to maxPendingBytes
+	overlong bool      // the line being written was cut: drop it up to its end
+	window   time.Time
+	lines    int
+	dropped  int
+	tail     [tailLines][]byte // last lines, unmasked, for error messages
+	next     int               // slot of tail the next line goes to
+	kept     int               // lines in tail
 }
 
 func newLineLogger(log *slog.Logger, stream string) *lineLogger {
-	return &lineLogger{log: log, stream: stream}
+	return &lineLogger{log: log, mask: logs.MaskerOf(log), stream: stream}
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// One clock read per chunk, not per line: reading the clock can be a
+	// system call (in VMs without a vDSO clock), and was most of what a
+	// flood cost.
+	l.now = time.Now()
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			l.buf = append(l.buf, p...)
-			if len(l.buf) > maxPendingBytes {
+		part := p
+		if i >= 0 {
+			part = p[:i]
+		}
+		switch {
+		case l.overlong:
+		case len(l.buf) == 0 && i >= 0 && len(part) <= maxPendingBytes:
+			l.emit(part) // the common case: a whole line, not copied
+		default:
+			room := maxPendingBytes - len(l.buf)
+			l.buf = append(l.buf, part[:min(len(part), room)]...)
+			if len(part) > room {
 				l.emit(l.buf)
-				l.buf = l.buf[:0]
+				l.buf, l.overlong = l.buf[:0], true
 			}
+		}
+		if i < 0 {
 			break
 		}
-		if len(l.buf) > 0 {
-			l.buf = append(l.buf, p[:i]...)
+		if !l.overlong && len(l.buf) > 0 {
 			l.emit(l.buf)
-			l.buf = l.buf[:0]
-		} else {
-			l.emit(p[:i])
 		}
+		l.buf, l.overlong = l.buf[:0], false
 		p = p[i+1:]
 	}
 	return n, nil
 }
 
-// Tail returns the last lines written, joined, for an error message.
+// Tail returns the last lines written, masked and cut to maxTailLine
+// bytes each, joined, for an error message.
 func (l *lineLogger) Tail() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.buf) > 0 {
-		return strings.Join(append(slices.Clone(l.tail), cut(string(l.buf), maxTailLine)), " | ")
+	var parts []string
+	for i := range l.kept {
+		parts = append(parts, l.cut(l.tail[(l.next-l.kept+i+tailLines)%tailLines], maxTailLine))
 	}
-	return strings.Join(l.tail, " | ")
+	if len(l.buf) > 0 && !l.overlong {
+		parts = append(parts, l.cut(l.buf, maxTailLine))
+	}
+	return strings.Join(parts, " | ")
 }
 
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
+// cut masks line and cuts it to n bytes (on a UTF-8 boundary), marking a
+// cut with "…".
+func (l *lineLogger) cut(line []byte, n int) string {
+	s := l.mask.Mask(string(line))
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func (l *lineLogger) emit(line []byte) {
@@ -85,24 +121,21 @@ func (l *lineLogger) emit(line []byte) {
 	if len(line) == 0 {
 		return
 	}
-	if len(l.tail) == tailLines {
-		l.tail = l.tail[1:]
-	}
-	l.tail = append(l.tail, cut(string(line), maxTailLine))
-	now := time.Now()
-	if now.Sub(l.window) >= time.Second {
+	// Kept unmasked, in a buffer of its own that is reused: masking and
+	// copying into a new string would cost a flood that is mostly dropped.
+	l.tail[l.next] = append(l.tail[l.next][:0], line...)
+	l.next = (l.next + 1) % tailLines
+	l.kept = min(l.kept+1, tailLines)
+	if l.now.Sub(l.window) >= time.Second {
 		if l.dropped > 0 {
 			l.log.Warn("child wrote too much to "+l.stream+"; lines dropped", "dropped", l.dropped)
 		}
-		l.window, l.lines, l.dropped = now, 0, 0
+		l.window, l.lines, l.dropped = l.now, 0, 0
 	}
 	if l.lines >= maxLinesPerSec {
 		l.dropped++
 		return
 	}
 	l.lines++
-	if len(line) > maxLogLine {
-		line = append(line[:maxLogLine:maxLogLine], "…"...)
-	}
-	l.log.Info(string(line), "stream", l.stream)
+	l.log.Info(l.cut(line, maxLogLine), "stream", l.stream)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 func TestChildEnv(t *testing.T) {
@@ -100,6 +101,33 @@ func TestLineLogger(t *testing.T) {
 	}
 	if len(h.lines) > maxLinesPerSec+1 {
 		t.Errorf("%d lines logged within a second, want at most %d", len(h.lines), maxLinesPerSec)
+	}
+}
+
+// A secret across a length limit is masked whole, never cut first: not in
+// a logged line cut at maxLogLine, not in the tail cut at maxTailLine, not
+// at the end of an unterminated line's maxPendingBytes.
+func TestLineLoggerMasksBeforeCutting(t *testing.T) {
+	const secret = "sk-Zq9f8e7d6c5b4a3210"
+	h := &recordHandler{}
+	m := &logs.Masker{}
+	m.Add(secret)
+	l := newLineLogger(logs.Masked(slog.New(h), m), "stderr")
+	fmt.Fprint(l, strings.Repeat("a", maxLogLine-5)+secret+" end of a long line\n")
+	fmt.Fprint(l, strings.Repeat("b", maxTailLine-5)+secret+"\n")
+	fmt.Fprint(l, strings.Repeat("c", maxPendingBytes-5)+secret)
+	fmt.Fprint(l, strings.Repeat("d", 10)+"\nlast\n")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, text := range append(slices.Clone(h.lines), l.Tail()) {
+		for _, part := range []string{secret[:5], secret[len(secret)-6:]} {
+			if strings.Contains(text, part) {
+				t.Errorf("%q of the secret shows in %.80q…%q", part, text, text[max(0, len(text)-40):])
+			}
+		}
+	}
+	if len(h.lines) != 4 || h.lines[3] != "last" || !strings.HasSuffix(h.lines[2], "c…") {
+		t.Errorf("%d lines; the overlong one must end cut, and the rest of it be dropped", len(h.lines))
 	}
 }
 

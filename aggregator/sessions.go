@@ -1,0 +1,210 @@
+package aggregator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
+)
+
+// sessionTracker keeps count of the HTTP client sessions of all profiles,
+// for max_sessions, and closes those idle for session_timeout. It reads
+// both from the current settings whenever it uses them, so that a reload
+// applies them to the sessions already open.
+//
+// The go-sdk's own SessionTimeout is fixed when a handler is made, so it is
+// left off; what counts as activity here is any request of the session
+// open (a tool call, a GET stream), where the SDK counts only POSTs.
+type sessionTracker struct {
+	settings func() *config.Settings
+	ends     *sessionEnds
+
+	mu       sync.Mutex
+	sessions map[string]*trackedSession // by session id
+	// pending counts requests in flight that may create a session (a POST
+	// without a session id): they hold a place until they are answered,
+	// by which time the session they made, if any, is in sessions.
+	pending int
+
+	refusedLog atomic.Int64 // unix time of the last refusal logged
+}
+
+type trackedSession struct {
+	ss        *mcp.ServerSession
+	open      int         // requests of the session in flight
+	idleSince time.Time   // when open last became 0
+	timer     *time.Timer // closes it once idle for session_timeout; stopped while open > 0
+}
+
+func newSessionTracker(settings func() *config.Settings, ends *sessionEnds) *sessionTracker {
+	return &sessionTracker{settings: settings, ends: ends, sessions: map[string]*trackedSession{}}
+}
+
+// admit holds a place for a request that may create a session. ok is
+// false when the sessions and such requests already reach max_sessions;
+// otherwise done gives the place back once the request is answered.
+func (t *sessionTracker) admit() (done func(), limit int, ok bool) {
+	limit = t.settings().MaxSessions
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.sessions)+t.pending >= limit {
+		return nil, limit, false
+	}
+	t.pending++
+	return sync.OnceFunc(func() {
+		t.mu.Lock()
+		t.pending--
+		t.mu.Unlock()
+	}), limit, true
+}
+
+// add starts tracking an initialized HTTP session until it ends. Stdio
+// sessions (no id) are not tracked: there is one, and it ends with stdin.
+func (t *sessionTracker) add(ss *mcp.ServerSession) {
+	id := ss.ID()
+	if id == "" {
+		return
+	}
+	t.mu.Lock()
+	if t.sessions[id] != nil {
+		t.mu.Unlock()
+		return
+	}
+	s := &trackedSession{ss: ss, idleSince: time.Now()}
+	s.timer = time.AfterFunc(t.settings().SessionTimeout, func() { t.expire(id, s) })
+	t.sessions[id] = s
+	t.mu.Unlock()
+	t.ends.on(ss, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.sessions[id] == s {
+			s.timer.Stop()
+			delete(t.sessions, id)
+		}
+	})
+}
+
+// begin marks a request of session id as open; end marks it done. A
+// session with a request open is never idle.
+func (t *sessionTracker) begin(id string) (end func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.sessions[id]
+	if s == nil {
+		return func() {}
+	}
+	s.open++
+	s.timer.Stop()
+	return sync.OnceFunc(func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		// A session that ended meanwhile (a DELETE) keeps no timer, nor
+		// with it the session, alive.
+		if s.open--; s.open == 0 && t.sessions[id] == s {
+			s.idleSince = time.Now()
+			s.timer.Reset(t.settings().SessionTimeout)
+		}
+	})
+}
+
+// expire closes session s if it has been idle for session_timeout as it
+// is now; a timer armed under an older, longer timeout is re-armed.
+func (t *sessionTracker) expire(id string, s *trackedSession) {
+	t.mu.Lock()
+	if t.sessions[id] != s || s.open > 0 {
+		t.mu.Unlock()
+		return
+	}
+	if left := time.Until(s.idleSince.Add(t.settings().SessionTimeout)); left > 0 {
+		s.timer.Reset(left)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	_ = s.ss.Close() // the SDK forgets it; add's goroutine then untracks it
+}
+
+// rearm applies a changed session_timeout to the idle sessions.
+func (t *sessionTracker) rearm() {
+	timeout := t.settings().SessionTimeout
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.sessions {
+		if s.open == 0 {
+			s.timer.Reset(max(0, time.Until(s.idleSince.Add(timeout))))
+		}
+	}
+}
+
+// count is the number of tracked sessions.
+func (t *sessionTracker) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.sessions)
+}
+
+// sessionEnds runs functions when client sessions end. However many wait
+// for a session, one goroutine does: a thousand idle sessions must not
+// cost several goroutines each.
+type sessionEnds struct {
+	mu    sync.Mutex
+	hooks map[*mcp.ServerSession][]func()
+}
+
+// on runs f once ss has ended (at once if it has).
+func (e *sessionEnds) on(ss *mcp.ServerSession, f func()) {
+	e.mu.Lock()
+	if e.hooks == nil {
+		e.hooks = map[*mcp.ServerSession][]func(){}
+	}
+	fs, waiting := e.hooks[ss]
+	e.hooks[ss] = append(fs, f)
+	e.mu.Unlock()
+	if waiting {
+		return
+	}
+	go func() {
+		_ = ss.Wait()
+		e.mu.Lock()
+		fs := e.hooks[ss]
+		delete(e.hooks, ss)
+		e.mu.Unlock()
+		for _, f := range fs {
+			f()
+		}
+	}()
+}
+
+// sessionMiddleware tracks each session from its initialize on.
+func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "initialize" && err == nil {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+				a.sessions.add(ss)
+			}
+		}
+		return res, err
+	}
+}
+
+// codeServerBusy is the JSON-RPC error (in the range for server errors) of
+// a session refused at max_sessions.
+const codeServerBusy = -32000
+
+// refuseSession answers a request that would open a session past
+// max_sessions: 503, with a JSON-RPC error saying why and what to do.
+func (a *Aggregator) refuseSession(w http.ResponseWriter, body []byte, limit int) {
+	a.metrics.SessionRefused()
+	if now := time.Now().Unix(); a.sessions.refusedLog.Swap(now) < now-10 {
+		a.log.Warn("client session refused: max_sessions reached (logged at most every 10s)", "max_sessions", limit)
+	}
+	writeRPCError(w, http.StatusServiceUnavailable, peekID(body), codeServerBusy,
+		fmt.Sprintf("mcpmux already has %d client sessions, its max_sessions: close sessions you no longer use (DELETE them), try again later, or raise max_sessions in mcpmux.yaml", limit))
+}

@@ -1,0 +1,224 @@
+package aggregator
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
+)
+
+// waitUntil polls cond, bounded by the test timeout of an e2e wait.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
+
+func settings(t *testing.T, yaml string) *config.Settings {
+	t.Helper()
+	s, ferr := config.ParseSettings("mcpmux.yaml", []byte(yaml), nil)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	return s
+}
+
+func httpClient(t *testing.T, url string) (*mcp.ClientSession, error) {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// Past max_sessions, an initialize gets 503 with a JSON-RPC error that
+// says why, carrying the request's id; a session that ends makes room,
+// and a reload raising the limit applies at once.
+func TestMaxSessions(t *testing.T) {
+	h, ts := securityServer(t, "max_sessions: 2\n", nil)
+	a, err := httpClient(t, ts.URL+"/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := httpClient(t, ts.URL+"/mcp"); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := post(t, ts.URL+"/mcp", strings.Replace(initBody, `"id":1`, `"id":"third"`, 1), nil)
+	var rpc struct {
+		ID    string
+		Error struct {
+			Code    int
+			Message string
+		}
+	}
+	_ = json.Unmarshal([]byte(body), &rpc)
+	if resp.StatusCode != http.StatusServiceUnavailable || rpc.ID != "third" || rpc.Error.Code != codeServerBusy || !strings.Contains(rpc.Error.Message, "max_sessions") {
+		t.Errorf("third session: %d %s, want 503 with a JSON-RPC error naming max_sessions", resp.StatusCode, body)
+	}
+	// A session's own requests are not refused.
+	if res := call(t, a, "alpha__echo", map[string]any{"text": "hi"}); text(res) != "alpha:hi" {
+		t.Errorf("call of an admitted session: %q", text(res))
+	}
+
+	a.Close()
+	waitUntil(t, "the closed session is forgotten", func() bool { return h.agg.sessions.count() == 1 })
+	if _, err := httpClient(t, ts.URL+"/mcp"); err != nil {
+		t.Errorf("a session after one ended: %v", err)
+	}
+	h.agg.SetSettings(settings(t, "max_sessions: 3\n"))
+	if _, err := httpClient(t, ts.URL+"/mcp"); err != nil {
+		t.Errorf("a session after max_sessions was raised: %v", err)
+	}
+}
+
+// session_timeout closes a session with no request open for that long (a
+// client that went away without ending it); a reload shortening it
+// applies to the sessions already idle.
+func TestSessionTimeoutFollowsReloads(t *testing.T) {
+	h, ts := securityServer(t, "session_timeout: 1h\n", nil)
+	resp, body := post(t, ts.URL+"/mcp", initBody, nil)
+	id := resp.Header.Get(sessionIDHeader)
+	if resp.StatusCode != http.StatusOK || id == "" || h.agg.sessions.count() != 1 {
+		t.Fatalf("initialize: %d %q, session %q, %d tracked", resp.StatusCode, body, id, h.agg.sessions.count())
+	}
+	h.agg.SetSettings(settings(t, "session_timeout: 10ms\n"))
+	waitUntil(t, "the idle session is closed", func() bool { return h.agg.sessions.count() == 0 })
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	if resp, body := post(t, ts.URL+"/mcp", ping, map[string]string{sessionIDHeader: id, "Mcp-Protocol-Version": "2025-11-25"}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a request of the closed session: %d %q, want 404", resp.StatusCode, body)
+	}
+}
+
+// A session with a request open is not idle, however long the request
+// takes; it idles from the end of its last request.
+func TestSessionIdleOnlyWithoutRequests(t *testing.T) {
+	var cur atomic.Pointer[config.Settings]
+	cur.Store(config.DefaultSettings())
+	tr := newSessionTracker(cur.Load, &sessionEnds{})
+	h := newHarness(t, map[string]*mcp.Server{"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("")})}, "", nil)
+	srv := h.agg.Server(DefaultProfile)
+	initialized := make(chan *mcp.ServerSession, 1)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, m string, r mcp.Request) (mcp.Result, error) {
+			if m == "initialize" {
+				initialized <- r.GetSession().(*mcp.ServerSession)
+			}
+			return next(ctx, m, r)
+		}
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	if _, err := httpClient(t, ts.URL); err != nil {
+		t.Fatal(err)
+	}
+	ss := <-initialized
+	tr.add(ss)
+	tr.mu.Lock()
+	tracked := tr.sessions[ss.ID()]
+	tr.mu.Unlock()
+	end := tr.begin(ss.ID())
+	cur.Store(settings(t, "session_timeout: 1ns\n"))
+	tr.expire(ss.ID(), tracked) // what its timer does, while a request is open
+	if tr.count() != 1 {
+		t.Fatal("a session with a request open was closed")
+	}
+	end()
+	waitUntil(t, "the idle session is closed", func() bool { return tr.count() == 0 })
+}
+
+// A client that stops sending mid-body is cut off after
+// request_body_timeout; a response that streams for longer than that is
+// not.
+func TestRequestBodyTimeout(t *testing.T) {
+	release := make(chan struct{})
+	h := newHarness(t, map[string]*mcp.Server{
+		"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{
+			"slow": func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+			},
+		}),
+	}, "request_body_timeout: 100ms\n", nil)
+	ts := httptest.NewServer(h.agg.HTTPHandler(nil))
+	t.Cleanup(ts.Close)
+
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":")
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	answer, err := io.ReadAll(bufio.NewReader(conn))
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("a stalled request body was never cut off")
+	}
+	if !strings.Contains(string(answer), "400") {
+		t.Errorf("stalled body: %q, want a 400 before the connection closes", answer)
+	}
+
+	cs, err := httpClient(t, ts.URL+"/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha__slow", Arguments: map[string]any{}})
+		if err != nil {
+			res = toolError("protocol error: %v", err)
+		}
+		done <- res
+	}()
+	// Well past request_body_timeout, with the call's response open.
+	time.Sleep(400 * time.Millisecond)
+	close(release)
+	if res := <-done; res.IsError || text(res) != "done" {
+		t.Errorf("a call answered after request_body_timeout: %q", text(res))
+	}
+}
+
+// A call of one more client than a per-client server's max_clients is an
+// isError result saying so; once a client leaves, another gets its place.
+func TestMaxClients(t *testing.T) {
+	h := newHarness(t, map[string]*mcp.Server{
+		"browser": fixtureServer("browser", map[string]mcp.ToolHandler{"open": echo("opened:")}),
+	}, "", map[string]string{"browser": "session: per-client\nmax_clients: 1\n"})
+	first, second := h.client(DefaultProfile), h.client(DefaultProfile)
+	if res := call(t, first, "browser__open", map[string]any{"text": "a"}); res.IsError {
+		t.Fatalf("first client: %q", text(res))
+	}
+	res := call(t, second, "browser__open", map[string]any{"text": "b"})
+	if !res.IsError || !strings.Contains(text(res), "at its limit of 1 client connections (max_clients)") {
+		t.Errorf("second client: isError=%v %q", res.IsError, text(res))
+	}
+	if res := call(t, first, "browser__open", map[string]any{"text": "again"}); res.IsError {
+		t.Errorf("first client again: %q", text(res))
+	}
+	first.Close()
+	waitUntil(t, "the first client's connection is closed", func() bool {
+		return h.pool.Get("browser").Status().Clients == 0
+	})
+	if res := call(t, second, "browser__open", map[string]any{"text": "b"}); res.IsError {
+		t.Errorf("second client after the first left: %q", text(res))
+	}
+}
