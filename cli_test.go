@@ -19,8 +19,9 @@ func runCLI(args ...string) (stdout, stderr string, code int) {
 }
 
 // --help, -h and help print the whole usage to stdout: every command, and
-// every flag of serving.
+// every flag of serving; never the token of the environment.
 func TestHelpPrintsTheWholeUsage(t *testing.T) {
+	t.Setenv("MCPMUX_TOKEN", "s3cret-token-of-the-env")
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"-help"}, {"help"}, {"--config", "x", "--http", "127.0.0.1:1", "-h"}} {
 		out, errOut, code := runCLI(args...)
 		if code != 0 || errOut != "" {
@@ -35,6 +36,9 @@ func TestHelpPrintsTheWholeUsage(t *testing.T) {
 			if !strings.Contains(out, "\n  "+flag) {
 				t.Errorf("%q: usage lacks the flag %q:\n%s", args, flag, out)
 			}
+		}
+		if strings.Contains(out, "s3cret") {
+			t.Errorf("%q: usage shows MCPMUX_TOKEN:\n%s", args, out)
 		}
 	}
 }

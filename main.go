@@ -160,9 +160,9 @@ func commandUsage(w io.Writer, fs *flag.FlagSet) {
 			}
 		}
 	}
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n > 0 {
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
 		fmt.Fprint(w, "\nFlags:\n")
 		out := fs.Output()
 		fs.SetOutput(w)
@@ -211,7 +211,7 @@ func explainConfigDir(err error, fs *flag.FlagSet, dir string) error {
 	where, _ := filepath.Abs(dir)
 	why := "the default"
 	switch {
-	case flagSet(fs, "config"):
+	case flagGiven(fs, "config"):
 		why = "from --config"
 	case os.Getenv("MCPMUX_CONFIG") != "":
 		why = "from MCPMUX_CONFIG"
@@ -223,8 +223,8 @@ func explainConfigDir(err error, fs *flag.FlagSet, dir string) error {
 	return fmt.Errorf("no config directory at %s (%s): name one with --config DIR or MCPMUX_CONFIG=DIR, or write a starter one with: %s", where, why, init)
 }
 
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
+// flagGiven reports whether the flag name was given on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
