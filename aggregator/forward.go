@@ -50,7 +50,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *mcp.Ca
 	start := time.Now()
 	running := a.metrics.StartCall(e.Server, e.Tool)
 	res, err := srv.CallTool(cctx, cp)
-	if next := a.pool.Get(e.Server); errors.As(err, new(*upstream.StoppedError)) && next != nil && next != srv {
+	if next := a.pool.Get(e.Server); errors.Is(err, upstream.ErrStopped) && next != nil && next != srv {
 		// A reload replaced the server between the lookup and the call:
 		// its new version takes the call.
 		cp.Request = a.request(ctx, next, c.session, c.task)
