@@ -225,7 +225,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.routeMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 
@@ -244,7 +244,7 @@ func (a *Aggregator) applyView(p *profile, v *view) {
 		if p.registered[name] == e.hash {
 			continue
 		}
-		if err := addTool(p.server, e.Def, a.toolHandler(p, e)); err != nil {
+		if err := addTool(p.server, e.Def, a.toolHandler(p)); err != nil {
 			a.log.Error("tool not exposed", "tool", name, "server", e.Server, "error", err)
 			continue
 		}

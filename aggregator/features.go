@@ -15,7 +15,7 @@ import (
 
 // This file passes prompts, resources, resource templates, completions,
 // subscriptions and server-wide log messages through: everything but tools,
-// whose pipeline is in call.go.
+// whose pipeline is in pipeline.go.
 
 // syncItems registers the difference between registered (key → hash) and
 // want: new and changed items first, then removals, like applyView.

@@ -25,6 +25,7 @@ const (
 	OutcomeError       = "error"       // the server answered with an isError result
 	OutcomeTimeout     = "timeout"     // the call ran over its timeout and was cancelled
 	OutcomeCancelled   = "cancelled"   // the client cancelled the call
+	OutcomeStopped     = "stopped"     // the server was stopped (shutdown, or removed by a reload) past the call's grace period
 	OutcomeUnavailable = "unavailable" // the server was not running (or no longer configured)
 	OutcomeLost        = "lost"        // the server went away during the call
 	OutcomeRejected    = "rejected"    // the server answered with a JSON-RPC error
