@@ -10,103 +10,119 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpmux/mcpmux/deploy/haproxy"
 )
 
 // replicas (docs/scaling.md): 30 HTTP clients calling echo through
 // Debian's haproxy, running the shipped deploy/haproxy/haproxy.cfg, in
-// front of one mcpmux replica, then three, then three stateless ones; and
-// the same clients on one replica without haproxy, for the cost of the
-// extra hop. On a machine with few cores the replicas share them: the
+// front of one mcpmux replica, of three, and of three stateless ones; and
+// 30 more on one replica without haproxy, for the cost of the extra hop. On a machine with few cores the replicas share them: the
 // figures show the overhead of a balancer and more processes, not the
 // gain of more machines.
-func replicas(ctx context.Context, e *env, o options) ([]row, error) {
+func replicas(ctx context.Context, e *env, o options) (_ []row, err error) {
+	var stops []func()
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
 		return []row{{Figure: "Replicas behind haproxy", Value: "not run: haproxy is not installed (apt-get install haproxy)"}}, nil
 	}
-	clients, calls, rounds := 30, 200, 3
+	clients, calls, rounds := 30, 120, 5
 	if o.quick {
 		calls, rounds = 20, 1
 	}
 	dir := e.configDir(server{name: "fx"})
 	const cmd = "go run ./bench -only replicas"
 
+	// Every setup runs at once, idle but for its turn; the rounds take
+	// turns, so that the noise of a shared machine hits all alike.
+	start := func(n int, stateless bool) ([]string, error) {
+		var addrs []string
+		for i := range n {
+			extra := e.muxEnv(fmt.Sprintf("replicas-%v-%d", stateless, i))
+			if stateless {
+				extra = append(extra, "--stateless")
+			}
+			p, err := e.startMuxHTTP(dir, false, extra...)
+			if err != nil {
+				return nil, err
+			}
+			stops = append(stops, p.stop)
+			addrs = append(addrs, strings.TrimSuffix(strings.TrimPrefix(p.url, "http://"), "/mcp"))
+		}
+		return addrs, nil
+	}
+	balance := func(addrs []string) (string, error) {
+		lb, url, err := startHAProxy(bin, e.dir, addrs)
+		if err != nil {
+			return "", err
+		}
+		stops = append(stops, lb.stop)
+		return url, nil
+	}
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	stateful, err := start(3, false)
+	if err != nil {
+		return nil, err
+	}
+	stateless, err := start(3, true)
+	if err != nil {
+		return nil, err
+	}
 	type setup struct {
-		name      string
-		replicas  int
-		stateless bool
-		balancer  bool
+		name     string
+		url      string
+		replicas int
+		ss       []*mcp.ClientSession
+		lat      samples
+		elapsed  time.Duration
 	}
-	setups := []setup{
-		{"1 replica, no balancer", 1, false, false},
-		{"haproxy + 1 replica", 1, false, true},
-		{"haproxy + 3 replicas", 3, false, true},
-		{"haproxy + 3 stateless replicas", 3, true, true},
+	setups := []*setup{
+		{name: "1 replica, no balancer", url: "http://" + stateful[0] + "/mcp", replicas: 1},
+		{name: "haproxy + 1 replica", replicas: 1},
+		{name: "haproxy + 3 replicas", replicas: 3},
+		{name: "haproxy + 3 stateless replicas", replicas: 3},
 	}
-	rates := map[string]float64{}
-	var rows []row
+	for i, addrs := range map[int][]string{1: stateful[:1], 2: stateful, 3: stateless} {
+		if setups[i].url, err = balance(addrs); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range setups {
+		if s.ss, err = sessions(ctx, s.url, clients); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		defer closeAll(s.ss)
+		_, _, _, _ = load(ctx, s.ss, "fx__echo", 5) // warm-up
+	}
 	var errs int64
 	var firstErr error
+	for range rounds {
+		for _, s := range setups {
+			lat, el, n, first := load(ctx, s.ss, "fx__echo", calls)
+			s.lat, s.elapsed, errs = append(s.lat, lat...), s.elapsed+el, errs+n
+			if firstErr == nil {
+				firstErr = first
+			}
+		}
+	}
+	var rows []row
+	total := float64(clients * calls * rounds)
+	base := total / setups[1].elapsed.Seconds()
 	for _, s := range setups {
-		rate, lat, n, first, err := func() (float64, samples, int64, error, error) {
-			var addrs []string
-			for i := range s.replicas {
-				var extra []string
-				if s.stateless {
-					extra = append(extra, "--stateless")
-				}
-				p, err := e.startMuxHTTP(dir, false, append(e.muxEnv(fmt.Sprintf("replicas-%d-%d", s.replicas, i)), extra...)...)
-				if err != nil {
-					return 0, nil, 0, nil, err
-				}
-				defer p.stop()
-				addrs = append(addrs, strings.TrimSuffix(strings.TrimPrefix(p.url, "http://"), "/mcp"))
-			}
-			url := "http://" + addrs[0] + "/mcp"
-			if s.balancer {
-				lb, lbURL, err := startHAProxy(bin, e.dir, addrs)
-				if err != nil {
-					return 0, nil, 0, nil, err
-				}
-				defer lb.stop()
-				url = lbURL
-			}
-			ss, err := sessions(ctx, url, clients)
-			if err != nil {
-				return 0, nil, 0, nil, err
-			}
-			defer closeAll(ss)
-			_, _, _, _ = load(ctx, ss, "fx__echo", 5) // warm-up
-			var all samples
-			var elapsed time.Duration
-			var nerr int64
-			var first error
-			for range rounds {
-				lat, el, n, f := load(ctx, ss, "fx__echo", calls)
-				all, elapsed, nerr = append(all, lat...), elapsed+el, nerr+n
-				if first == nil {
-					first = f
-				}
-			}
-			return float64(clients*calls*rounds) / elapsed.Seconds(), all, nerr, first, nil
-		}()
-		if err != nil {
-			return rows, fmt.Errorf("%s: %w", s.name, err)
-		}
-		rates[s.name] = rate
-		errs += n
-		if firstErr == nil {
-			firstErr = first
-		}
+		rate := total / s.elapsed.Seconds()
 		note := ""
-		if base := rates[setups[1].name]; s.replicas == 3 && base > 0 {
+		if s.replicas == 3 {
 			note = fmt.Sprintf("%.2f× haproxy + 1 replica", rate/base)
 		}
 		rows = append(rows, row{
 			Figure:  fmt.Sprintf("Replicas, %d HTTP clients × %d calls of echo: %s", clients, calls*rounds, s.name),
-			Median:  ms(lat.median()),
-			P99:     ms(lat.p99()),
+			Median:  ms(s.lat.median()),
+			P99:     ms(s.lat.p99()),
 			Value:   fmt.Sprintf("%.0f calls/s", rate),
 			Command: cmd,
 			Note:    note,

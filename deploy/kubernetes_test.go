@@ -277,6 +277,16 @@ func TestKubernetesReplicas(t *testing.T) {
 	if v := mountedAt(d, c, "/tmp"); v == nil || v.EmptyDir == nil {
 		t.Errorf("/tmp: %+v, want an emptyDir (the root is read-only)", v)
 	}
+	// npx writes to its cache: a writable copy of the image's, filled
+	// before mcpmux starts.
+	cache := mountedAt(d, c, "/home/mcpmux/.npm")
+	filled := slices.ContainsFunc(pod.InitContainers, func(ic corev1.Container) bool {
+		return ic.Image == c.Image && cache != nil && slices.ContainsFunc(ic.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == cache.Name }) &&
+			strings.Contains(strings.Join(ic.Command, " "), "/home/mcpmux/.npm")
+	})
+	if cache == nil || cache.EmptyDir == nil || !filled {
+		t.Errorf("npm's cache: %+v, want an emptyDir filled from the image's by an init container", cache)
+	}
 	var token *corev1.SecretKeySelector
 	for _, e := range c.Env {
 		if e.Name == "MCPMUX_TOKEN" && e.ValueFrom != nil {
