@@ -113,6 +113,16 @@ func (in *instance) close(grace time.Duration) {
 	in.reaper.Close()
 }
 
+// closeBy is close for a shutdown whose grace began earlier (an HTTP
+// drain): running calls may go on until deadline, and those cut short are
+// told the whole grace they had.
+func (in *instance) closeBy(deadline time.Time, grace time.Duration) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	in.pool.Close(ctx, grace)
+	in.reaper.Close()
+}
+
 // startReaper starts the process that ends the children's process groups
 // should mcpmux be killed (see internal/reaper). Without it mcpmux still
 // runs: a killed mcpmux then leaves its grandchildren behind.

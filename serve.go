@@ -155,7 +155,7 @@ func serveHTTP(ctx context.Context, in *instance, addr string, opts *aggregator.
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	go func() { _ = srv.Shutdown(sctx) }()
-	in.close(max(0, time.Until(deadline)))
+	in.closeBy(deadline, grace)
 	requests.wait(answerWait)
 	_ = srv.Close()
 	return code
