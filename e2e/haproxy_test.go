@@ -84,8 +84,8 @@ func startReplicas(t *testing.T, dir string, n int, args ...string) []*replica {
 }
 
 // startHAProxy runs haproxy with the shipped config in front of replicas
-// and returns the URL of /mcp through it.
-func startHAProxy(t *testing.T, replicas []*replica) string {
+// and returns the URL of /mcp through it, and its log.
+func startHAProxy(t *testing.T, replicas []*replica) (string, *logBuffer) {
 	t.Helper()
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -145,7 +145,25 @@ func startHAProxy(t *testing.T, replicas []*replica) string {
 			t.Fatalf("haproxy does not serve; log:\n%s", logs.String())
 		}
 	}
-	return "http://" + addr + "/mcp"
+	return "http://" + addr + "/mcp", logs
+}
+
+// retried counts the requests of an haproxy log that were sent again
+// (the retries field of its HTTP log lines: actconn/feconn/beconn/
+// srv_conn/retries, "+N" when redispatched).
+func retried(log string) int {
+	n := 0
+	for _, line := range strings.Split(log, "\n") {
+		fields := strings.Fields(line)
+		for i, f := range fields {
+			if f == "----" && i+1 < len(fields) {
+				if c := strings.Split(fields[i+1], "/"); len(c) == 5 && c[4] != "0" {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // lbClient is a client of mcpmux through the load balancer, with the
@@ -211,7 +229,7 @@ func TestHAProxySessions(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	replicas := startReplicas(t, replicasConfig(t), 3)
-	url := startHAProxy(t, replicas)
+	url, _ := startHAProxy(t, replicas)
 
 	const nClients = 30
 	clients := make([]*lbClient, nClients)
@@ -324,6 +342,18 @@ func TestHAProxySessions(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"id":"late"`) || !strings.Contains(body, "shutting down") {
 		t.Errorf("a new session on the draining replica: %d %s, want 503 with a JSON-RPC error", resp.StatusCode, body)
 	}
+	// New sessions through the balancer meanwhile land elsewhere: one
+	// sent to the draining replica gets 503 there, and HAProxy sends it
+	// on.
+	for range 5 {
+		late := &lbClient{url: url}
+		if err := late.connect(ctx); err != nil || late.replica == victim.name {
+			t.Errorf("a new session through haproxy while %s drains: on %q, %v", victim.name, late.replica, err)
+		}
+		if late.cs != nil {
+			_ = late.cs.Close()
+		}
+	}
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +418,10 @@ func TestHAProxySessions(t *testing.T) {
 
 // Stateless replicas behind the same haproxy.cfg: nothing sticks, so one
 // client's calls go round the replicas; the per-client server is refused
-// with a file error; a replica stopped with SIGTERM costs no call.
+// with a file error. A replica that drains while a call of its runs
+// refuses initialize with 503, which haproxy sends on to another replica,
+// so that no client sees it; the call finishes, and once the replica is
+// gone no call fails.
 func TestHAProxyStateless(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -396,12 +429,16 @@ func TestHAProxyStateless(t *testing.T) {
 	for _, r := range replicas {
 		r.logs.waitFor(t, regexp.MustCompile(`browser.yaml.*per-client.*needs client sessions`))
 	}
-	url := startHAProxy(t, replicas)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-lb", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	if err != nil {
-		t.Fatal(err)
+	url, lbLog := startHAProxy(t, replicas)
+	connect := func(endpoint string) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-lb", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
+		if err != nil {
+			t.Fatalf("connecting to %s: %v", endpoint, err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
 	}
-	defer cs.Close()
+	cs := connect(url)
 	served := func(n int) map[string]int {
 		count := map[string]int{}
 		for range n {
@@ -421,14 +458,35 @@ func TestHAProxyStateless(t *testing.T) {
 		}
 	}
 
-	if err := replicas[0].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	victim := replicas[0]
+	release := filepath.Join(t.TempDir(), "release")
+	running := callAsync(connect(victim.url+"/mcp"), "shared__block", map[string]any{"file": release})
+	victim.logs.waitFor(t, regexp.MustCompile(`block: waiting for`))
+	if err := victim.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := replicas[0].wait(t); err != nil {
+	victim.logs.waitFor(t, regexp.MustCompile(`draining: `))
+	before := retried(lbLog.String())
+	for i := range 10 {
+		late := connect(url)
+		if res := callTool(t, late, "shared__echo", map[string]any{"text": "late"}); res.IsError {
+			t.Errorf("client %d, connected while %s drains: %s", i, victim.name, resultText(res))
+		}
+	}
+	if n := retried(lbLog.String()) - before; n == 0 {
+		t.Errorf("no request was sent again while %s drained: its initialize refusals did not reach haproxy's retry", victim.name)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := receive(t, running, "the draining replica's running call"); res.IsError || resultText(res) != "unblocked" {
+		t.Errorf("the draining replica's running call: %q (isError %v)", resultText(res), res.IsError)
+	}
+	if err := victim.wait(t); err != nil {
 		t.Errorf("the stopped replica exited with %v, want 0", err)
 	}
 	count = served(20)
-	if count[replicas[0].name] != 0 || count[replicas[1].name] == 0 || count[replicas[2].name] == 0 {
-		t.Errorf("20 calls after %s stopped: %v, want the other two only", replicas[0].name, count)
+	if count[victim.name] != 0 || count[replicas[1].name] == 0 || count[replicas[2].name] == 0 {
+		t.Errorf("20 calls after %s stopped: %v, want the other two only", victim.name, count)
 	}
 }
