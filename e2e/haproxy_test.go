@@ -490,3 +490,13 @@ func TestHAProxyStateless(t *testing.T) {
 		t.Errorf("20 calls after %s stopped: %v, want the other two only", victim.name, count)
 	}
 }
+
+// --stateless is a mode of the HTTP front: without --http it is refused
+// before anything starts.
+func TestStatelessNeedsHTTP(t *testing.T) {
+	t.Parallel()
+	_, stderr, code := runMcpmux(t, "--config", replicasConfig(t), "--stateless")
+	if code != 2 || !strings.Contains(stderr, "--stateless applies to --http") {
+		t.Errorf("mcpmux --stateless on stdio: exit %d, %q; want 2 and why", code, stderr)
+	}
+}
