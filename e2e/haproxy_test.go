@@ -52,6 +52,9 @@ func startReplicas(t *testing.T, dir string, n int, args ...string) []*replica {
 		name := fmt.Sprintf("r%d", i+1)
 		cmd := exec.Command(mcpmuxBin, append([]string{"--config", dir, "--http", "127.0.0.1:0"}, args...)...)
 		cmd.Env = append(os.Environ(), replicaEnv+"="+name)
+		// Should the test binary die without its cleanups (a panic), the
+		// replicas stop with it, and their children with them.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
 		cmd.Stderr = p.logs
 		if err := cmd.Start(); err != nil {
@@ -110,6 +113,7 @@ func startHAProxy(t *testing.T, replicas []*replica) (string, *logBuffer) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-db", "-f", path) // -db: foreground
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logs := newLogBuffer()
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -282,6 +286,9 @@ func TestHAProxySessions(t *testing.T) {
 		}
 	}
 	leaving := byReplica[victim.name]
+	if len(leaving) == 0 {
+		t.Fatal("no replica has a session")
+	}
 	release := filepath.Join(t.TempDir(), "release")
 	running := make([]chan error, len(leaving))
 	for i, c := range leaving {
