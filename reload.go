@@ -108,6 +108,9 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 		}
 	}
 	if settingsChanged {
+		if in.mode != withSessions && d.settings.Stateless != in.running.settings.Stateless {
+			in.log.Warn("stateless in mcpmux.yaml changed: it applies from the next start", "stateless_now", in.load.Stateless)
+		}
 		in.agg.SetSettings(d.settings)
 	} else {
 		in.agg.Sync()

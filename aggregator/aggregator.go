@@ -40,6 +40,11 @@ type Options struct {
 	// TaskID is the task of calls that name none themselves (by
 	// _meta.task_id or the X-Task-Id header): a stdio instance's --task-id.
 	TaskID string
+	// Stateless serves HTTP without sessions (see HTTPHandler): no
+	// session ids, nothing a client could be sent outside a request of
+	// its own (server-to-client requests, list_changed, subscriptions).
+	// False keeps sessions.
+	Stateless bool
 }
 
 // Aggregator serves the merged catalog of a pool.
@@ -50,6 +55,8 @@ type Aggregator struct {
 	impl        *mcp.Implementation
 	maxName     int
 	defaultTask string
+	stateless   bool        // see Options.Stateless
+	draining    atomic.Bool // see Drain
 
 	ready     chan struct{} // closed once the pool has started
 	readyOnce sync.Once
@@ -105,6 +112,7 @@ func New(opts *Options) *Aggregator {
 		impl:        &mcp.Implementation{Name: "mcpmux", Version: version},
 		maxName:     opts.MaxNameLength,
 		defaultTask: cleanTaskID(opts.TaskID),
+		stateless:   opts.Stateless,
 		ready:       make(chan struct{}),
 		settings:    settings,
 		catalog:     BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
@@ -208,11 +216,13 @@ func (a *Aggregator) newProfile(name string) *profile {
 		Logger: logs.QuietInfo(a.log.With("component", "mcp-server", "profile", name)),
 		// Advertise everything with listChanged even while the catalog is
 		// empty: a client connecting before any server is up must still
-		// learn that tools will come.
+		// learn that tools will come. Stateless, nothing reaches a client
+		// outside its own requests: neither list changes nor resource
+		// updates (nor subscriptions: see subscribe).
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Tools:     &mcp.ToolCapabilities{ListChanged: !a.stateless},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: !a.stateless},
+			Resources: &mcp.ResourceCapabilities{ListChanged: !a.stateless, Subscribe: !a.stateless},
 			Logging:   &mcp.LoggingCapabilities{},
 		},
 		SubscribeHandler:   a.subscribe(p),

@@ -243,6 +243,11 @@ type Settings struct {
 	// to be accepted. Read at start. Zero means half the open-file limit,
 	// at most 4096 (see DefaultMaxConnections).
 	MaxConnections int `koanf:"max_connections"`
+	// Stateless serves Streamable HTTP without sessions, as --stateless
+	// does: any replica can answer any request, and servers that need a
+	// session (session: per-client) are refused (see Options.Stateless).
+	// Read at start; stdio ignores it.
+	Stateless bool `koanf:"stateless"`
 
 	// ToolBlacklist holds [server, tool] pairs hidden from every profile.
 	ToolBlacklist [][]string          `koanf:"tool_blacklist"`
