@@ -44,8 +44,8 @@ type Replay struct {
 	calls map[key]*answers
 
 	// Read at load, then only read.
-	perTool  map[string]int // task\x00tool → calls recorded
-	catalog  []journal.Server
+	perTool map[string]int // task\x00tool → calls recorded
+	catalog []journal.Server
 	lines   int
 	skipped int
 }
@@ -272,4 +272,3 @@ func read(at ref) (*mcp.CallToolResult, error) {
 func toolError(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
-
