@@ -44,6 +44,7 @@ var sections = []section{
 	{"lookup", lookup},
 	{"reload", reload},
 	{"limits", limits},
+	{"journal", journalCost},
 }
 
 func main() {

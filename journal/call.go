@@ -37,6 +37,9 @@ type record struct {
 	line    CallLine
 	catalog func() []Server
 	answers []Answer
+	// answered is the result of the only answer so far: if the client
+	// gets it untouched, its encoding serves as the line's result.
+	answered *mcp.CallToolResult
 }
 
 // Begin starts the record of a client's call; nil if the journal is off.
@@ -107,6 +110,10 @@ func (c *Call) Answered(tool string, args json.RawMessage, res *mcp.CallToolResu
 	if replayed {
 		c.rec.line.Replayed = true
 	}
+	c.rec.answered = nil
+	if len(c.rec.answers) == 0 {
+		c.rec.answered = res
+	}
 	c.rec.answers = append(c.rec.answers, Answer{Tool: tool, Arguments: args, Result: EncodeResult(res)})
 }
 
@@ -119,8 +126,15 @@ func (c *Call) End(res *mcp.CallToolResult) {
 	r := c.rec
 	l := &r.line
 	l.DurationMS = float64(time.Since(r.start).Microseconds()) / 1000
-	l.Result = EncodeResult(res)
 	l.IsError = res != nil && res.IsError
+	// After its run step the pipeline changes a result only with a note
+	// of auto-correction or by a rule, both of which the record knows of:
+	// without them, the client got the answer as it came, encoded already.
+	if res != nil && res == r.answered && l.CorrectedTo == "" && len(l.Hits) == 0 {
+		l.Result = r.answers[0].Result
+	} else {
+		l.Result = EncodeResult(res)
+	}
 	if len(l.Hits) < 2 {
 		l.Hits = nil
 	}
@@ -151,7 +165,7 @@ func (j *Journal) writeCall(r *record) {
 		l.Answers = &answers
 	}
 	j.maskHeader(&l.Header)
-	line, ok := j.encode(&l)
+	line, ok := j.encodeCall(&l)
 	if !ok {
 		return
 	}
@@ -212,6 +226,68 @@ func (j *Journal) maskHeader(h *Header) {
 	if h.Client != nil {
 		h.Client = &Client{Name: j.mask.Mask(h.Client.Name), Version: j.mask.Mask(h.Client.Version)}
 	}
+}
+
+// encodeCall is the JSON line of a call, newline included. The result,
+// which may be big, is copied in as it is (EncodeResult's output is
+// compact JSON) rather than validated and compacted again by
+// json.Marshal; the arguments, as the client sent them, are compacted.
+func (j *Journal) encodeCall(l *CallLine) ([]byte, bool) {
+	head, ok := j.encode(struct {
+		Header
+		Tool   string `json:"tool"`
+		Server string `json:"server"`
+	}{l.Header, l.Tool, l.Server})
+	if !ok {
+		return nil, false
+	}
+	rest, ok := j.encode(struct {
+		IsError     bool      `json:"is_error"`
+		DurationMS  float64   `json:"duration_ms"`
+		Rule        string    `json:"rule,omitempty"`
+		Action      string    `json:"action,omitempty"`
+		Hits        []Hit     `json:"hits,omitempty"`
+		CorrectedTo string    `json:"corrected_to,omitempty"`
+		Failure     string    `json:"failure,omitempty"`
+		Timeout     string    `json:"timeout,omitempty"`
+		Replayed    bool      `json:"replayed,omitempty"`
+		Answers     *[]Answer `json:"answers,omitempty"`
+	}{l.IsError, l.DurationMS, l.Rule, l.Action, l.Hits, l.CorrectedTo, l.Failure, l.Timeout, l.Replayed, l.Answers})
+	if !ok {
+		return nil, false
+	}
+	args := compactOrNull(l.Arguments)
+	result := l.Result
+	if len(result) == 0 {
+		result = json.RawMessage("null")
+	}
+	line := make([]byte, 0, len(head)+len(args)+len(result)+len(rest)+32)
+	line = append(line, head[:len(head)-2]...) // without "}\n"
+	line = append(line, `,"arguments":`...)
+	line = append(line, args...)
+	line = append(line, `,"result":`...)
+	line = append(line, result...)
+	line = append(line, ',')
+	line = append(line, rest[1:]...) // without "{"
+	return line, true
+}
+
+// compactOrNull is raw on one line, or null if it is absent or not JSON.
+// Arguments come from a request the SDK has parsed, so they are JSON; a
+// raw line break in them can only be insignificant space (JSON strings
+// escape theirs), and only then are they compacted.
+func compactOrNull(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return []byte("null")
+	}
+	if !bytes.ContainsAny(raw, "\r\n") {
+		return raw
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return []byte("null")
+	}
+	return b.Bytes()
 }
 
 // encode is the JSON line of v, newline included.

@@ -75,7 +75,7 @@ func TestCallLine(t *testing.T) {
 		l.Hits != nil || l.Failure != "" || !l.Replayed || l.IsError || time.Since(l.Time) > time.Minute || l.DurationMS <= 0 {
 		t.Errorf("line: %+v", l)
 	}
-	if string(l.Arguments) != `{"url":"https://x/broken"}` {
+	if string(l.Arguments) != `{"url": "https://x/broken"}` {
 		t.Errorf("arguments %s", l.Arguments)
 	}
 	if res, err := DecodeResult(l.Result); err != nil || res.Content[0].(*mcp.TextContent).Text != "[Fallback: ...] page" {
@@ -91,6 +91,16 @@ func TestCallLine(t *testing.T) {
 }
 
 // The usual call: one answer, passed on as it came, is not written twice.
+// Arguments a client sent over several lines still make one line.
+func TestMultilineArguments(t *testing.T) {
+	j, dir, _ := newJournal(t, 1<<20)
+	c := j.Begin(Start{Tool: "x", Arguments: json.RawMessage("{\n  \"a\": \"b\\nc\"\r\n}")})
+	c.End(text("a"))
+	if l := readLines(t, filepath.Join(dir, DefaultTask+Ext)); len(l) != 1 || string(l[0].Arguments) != `{"a":"b\nc"}` {
+		t.Errorf("lines %+v", l)
+	}
+}
+
 func TestPlainCallHasNoAnswers(t *testing.T) {
 	j, dir, _ := newJournal(t, 1<<20)
 	args := json.RawMessage(`{"text":"hi"}`)

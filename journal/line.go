@@ -103,7 +103,9 @@ func EncodeResult(res *mcp.CallToolResult) json.RawMessage {
 	if res == nil {
 		return json.RawMessage("null")
 	}
-	b, err := json.Marshal(res)
+	// Its own MarshalJSON: json.Marshal would compact the whole result
+	// once more.
+	b, err := res.MarshalJSON()
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"mcpmux/unencodable": err.Error()})
 	}
