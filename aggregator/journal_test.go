@@ -154,10 +154,10 @@ func TestReplayThroughThePipeline(t *testing.T) {
 	}
 
 	var second atomic.Int32
-	replaying := func(extra string) *harness {
-		return newHarness(t, map[string]*mcp.Server{"kb": live("tuesday", &second)}, fmt.Sprintf("replay: {from: %q%s}\n", dir, extra)+rule, nil)
+	replaying := func(options, settings string) *harness {
+		return newHarness(t, map[string]*mcp.Server{"kb": live("tuesday", &second)}, fmt.Sprintf("replay: {from: %q%s}\n", dir, options)+rule+settings, nil)
 	}
-	h := replaying("")
+	h := replaying("", "")
 	cs = h.client(DefaultProfile)
 	for i := range 3 {
 		res := callTask(t, cs, "t1", "kb__lookup", map[string]any{"n": 1.0, "q": "moon"})
@@ -174,9 +174,15 @@ func TestReplayThroughThePipeline(t *testing.T) {
 	}
 
 	// miss: call goes to the server.
-	cs = replaying(", miss: call").client(DefaultProfile)
+	cs = replaying(", miss: call", "").client(DefaultProfile)
 	if res := callTask(t, cs, "t3", "kb__lookup", map[string]any{"q": "moon"}); !strings.Contains(text(res), "tuesday") || second.Load() != 1 {
 		t.Errorf("miss: call: %q, server calls %d", text(res), second.Load())
+	}
+
+	// A call through mcpmux__call_tool is replayed as the call it makes.
+	cs = replaying("", "meta_tools: [call_tool]\n").client(DefaultProfile)
+	if res := callTask(t, cs, "t2", "mcpmux__call_tool", map[string]any{"name": "kb__lookup", "arguments": map[string]any{"q": "moon", "n": 1}}); !strings.Contains(text(res), "monday") || res.Meta[replay.MetaKey] != true {
+		t.Errorf("through call_tool: %q %v", text(res), res.Meta)
 	}
 
 	// catalog: recorded: no server at all, the recorded tools listed.
