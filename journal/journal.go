@@ -135,6 +135,14 @@ func (j *Journal) write(task string, line []byte, before func(*file) []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if before != nil {
+		// Should the line rotate the file, rotate first: what goes before
+		// it belongs in the new file.
+		if line != nil {
+			if err := j.prepare(f, int64(len(line))); err != nil {
+				j.failed(f, err)
+				return
+			}
+		}
 		if b := before(f); b != nil {
 			j.appendLine(f, b)
 		}

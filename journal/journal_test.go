@@ -176,6 +176,17 @@ func TestRotation(t *testing.T) {
 	if len(a)+len(b) >= 40 || len(a) == 0 || errs.Load() != 0 {
 		t.Errorf("%d + %d lines kept of 40 (older ones rotated away), %d errors", len(a), len(b), errs.Load())
 	}
+	// The new file begins with the catalog of the calls' profile.
+	j.Configure(dir+"-cat", 4096)
+	for i := range 20 {
+		c := j.Begin(Start{Task: "t", Tool: "x", Catalog: func() []Server { return []Server{{Name: "s"}} }, Arguments: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+		c.End(text(strings.Repeat("a", 300)))
+	}
+	for _, p := range []string{filepath.Join(dir+"-cat", "t"+Ext), filepath.Join(dir+"-cat", "t"+Ext+".1")} {
+		if l := readLines(t, p); l[0].Kind != KindCatalog {
+			t.Errorf("%s begins with %+v", p, l[0])
+		}
+	}
 	files, err := Files(dir)
 	if err != nil || len(files) != 2 || files[0] != old || files[1] != cur {
 		t.Errorf("Files = %v, %v", files, err)
