@@ -45,6 +45,10 @@ func resolve(running *desired, snap *config.Snapshot) *desired {
 	for _, s := range snap.Disabled {
 		delete(byName, s.Name)
 	}
+	if d.settings.ReplaysCatalog() {
+		// The tools are the replayed journal's: no server is to run.
+		return d
+	}
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		d.servers = append(d.servers, byName[name])
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/journal"
+	"github.com/mcpmux/mcpmux/journal/replay"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -74,6 +76,11 @@ type Aggregator struct {
 	subs     subscriptions
 	levels   logLevels
 	metrics  *metrics.Metrics
+
+	journal    *journal.Journal // writes nothing unless the settings name a dir
+	replay     atomic.Pointer[replay.Replay]
+	replayMu   sync.Mutex    // serializes applyRecording's replay part
+	replaySpec config.Replay // what replay was opened with; guarded by replayMu
 }
 
 // profile is one mcp.Server and the view it currently serves.
@@ -121,6 +128,8 @@ func New(opts *Options) *Aggregator {
 		metrics:     metrics.New(&metrics.Options{Servers: opts.Pool.Statuses}),
 		events:      mcp.NewMemoryEventStore(nil),
 	}
+	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
+	a.applyRecording(settings)
 	a.events.SetMaxBytes(eventStoreBytes(settings))
 	a.current.Store(settings)
 	a.sessions = newSessionTracker(a.current.Load, &a.ends)
@@ -137,6 +146,9 @@ func (a *Aggregator) MarkReady() { a.readyOnce.Do(func() { close(a.ready) }) }
 // SetSettings replaces the settings (blacklist, profiles, timeouts) and
 // applies them to the catalog. Servers are not touched.
 func (a *Aggregator) SetSettings(s *config.Settings) {
+	// Reading a replayed journal may take a while: not under mu, which
+	// tools/list and reloads wait for.
+	a.applyRecording(s)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settings = s
@@ -164,7 +176,9 @@ func (a *Aggregator) Sync() {
 
 func (a *Aggregator) rebuildLocked() {
 	var servers []ServerFeatures
+	running := map[string]bool{}
 	for _, s := range a.pool.Servers() {
+		running[s.Name()] = true
 		// Ahead of the first client that declares fewer capabilities
 		// than shared connections: see upstream.Server.ToolsFor.
 		s.PrefetchProbe()
@@ -172,6 +186,7 @@ func (a *Aggregator) rebuildLocked() {
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
 			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe})
 	}
+	servers = append(servers, a.recordedServers(running)...)
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
 	// Servers added by a reload get the clients' log level too.
 	go a.pushLogLevel(context.Background(), a.levels.lowest())

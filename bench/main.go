@@ -45,6 +45,7 @@ var sections = []section{
 	{"reload", reload},
 	{"limits", limits},
 	{"replicas", replicas},
+	{"journal", journalCost},
 }
 
 func main() {

@@ -260,6 +260,13 @@ type Settings struct {
 	// MetaToolCallTool.
 	MetaTools []string `koanf:"meta_tools"`
 
+	// Journal writes every tool call to a JSON Lines file per task; nil
+	// means no journal (see journal.go).
+	Journal *Journal `koanf:"journal"`
+	// Replay answers calls from a journal instead of the servers; nil
+	// means every call goes to its server.
+	Replay *Replay `koanf:"replay"`
+
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
 
@@ -330,6 +337,7 @@ func (s *Settings) normalize() {
 	if s.RequestBodyTimeout == 0 {
 		s.RequestBodyTimeout = DefaultRequestBodyTimeout
 	}
+	s.normalizeRecording()
 }
 
 var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
@@ -381,6 +389,9 @@ func (s *Settings) Validate() error {
 		if err := validatePairs(p.ToolBlacklist); err != nil {
 			return fieldErr("profiles."+name+".tool_blacklist", err)
 		}
+	}
+	if err := s.validateRecording(); err != nil {
+		return err
 	}
 	return s.validateSecurity()
 }

@@ -64,6 +64,7 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 			if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
 				s.TokenFile = filepath.Join(dir, s.TokenFile)
 			}
+			s.resolveRecordingDirs(dir)
 			snap.Settings = s
 		}
 	}
