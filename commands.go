@@ -148,7 +148,7 @@ func oneShot(cf *commonFlags, fs *flag.FlagSet, stderr io.Writer) (*instance, in
 		fmt.Fprintln(stderr, "mcpmux:", err)
 		return nil, 2
 	}
-	in, err := newInstance(cf.configDir, "", log)
+	in, err := newInstance(cf.configDir, "", withSessions, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux:", explainConfigDir(err, fs, cf.configDir))
 		return nil, 1

@@ -10,6 +10,7 @@
 //	mcpmux check [--config DIR]                   connect to every server and report
 //	mcpmux tools [--config DIR] [--json]          print the merged catalog
 //	mcpmux import FILE [--config DIR] [--force]   write tool files from a client's MCP config
+//	mcpmux journal DIR [--json] [--html FILE]     summarise a call journal per task
 //	mcpmux fetch-server [flags]                   serve the built-in fetch tool on stdio
 //	mcpmux healthcheck [URL]                      probe /healthz, for a container HEALTHCHECK
 //	mcpmux version
@@ -59,6 +60,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"check":   checkCmd,
 	"tools":   toolsCmd,
 	"import":  importCmd,
+	"journal": journalCmd,
 	"version": versionCmd,
 	// For a container HEALTHCHECK (healthcheck.go).
 	"healthcheck": healthcheckCmd,
@@ -76,6 +78,8 @@ var commandDocs = []struct{ synopsis, summary, details string }{
 	{"mcpmux tools [--config DIR] [--json] [--profile NAME]", "print the merged tool catalog", ""},
 	{"mcpmux import FILE [--config DIR] [--force]", "write tool/*.yaml from a Claude Desktop, Cursor or VS Code MCP config",
 		"FILE is claude_desktop_config.json, .cursor/mcp.json or .vscode/mcp.json."},
+	{"mcpmux journal DIR [--json] [--html FILE]", "summarise a call journal per task",
+		"Calls, errors, refusals, fallbacks, corrections, timeouts, replays, and total and slowest time per tool, per task."},
 	{"mcpmux fetch-server [flags]", "serve the built-in fetch tool (URL to Markdown) on stdio", ""},
 	{"mcpmux healthcheck [--timeout D] [URL]", "exit 0 if a serving mcpmux's /healthz answers 200, else 1",
 		"URL defaults to $MCPMUX_HEALTHCHECK_URL, else " + defaultHealthURL + "."},

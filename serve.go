@@ -24,12 +24,13 @@ import (
 // serveFlags are the flags of serving (mcpmux [flags]).
 type serveFlags struct {
 	commonFlags
-	httpAddr string
-	profile  string
-	sec      *httpSecurity
-	grace    time.Duration
-	noWatch  bool
-	task     string
+	httpAddr  string
+	profile   string
+	sec       *httpSecurity
+	grace     time.Duration
+	stateless bool
+	noWatch   bool
+	task      string
 }
 
 func newServeFlags(stdout, stderr io.Writer) (*flag.FlagSet, *serveFlags) {
@@ -39,7 +40,8 @@ func newServeFlags(stdout, stderr io.Writer) (*flag.FlagSet, *serveFlags) {
 	fs.StringVar(&f.httpAddr, "http", "", "serve Streamable HTTP on `ADDR` (host:port) instead of stdio")
 	fs.StringVar(&f.profile, "profile", "", "stdio mode: serve this profile instead of all tools")
 	f.sec = registerHTTPSecurity(fs)
-	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish")
+	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish (HTTP: while draining)")
+	fs.BoolVar(&f.stateless, "stateless", false, "HTTP: serve without sessions, so that any replica answers any request (as stateless: true in mcpmux.yaml; see docs/scaling.md)")
 	fs.BoolVar(&f.noWatch, "no-watch", false, "do not watch the config directory; reload only on SIGHUP")
 	fs.StringVar(&f.task, "task-id", os.Getenv("TASK_ID"), "task of this instance's calls, unless a call names its own ($TASK_ID)")
 	return fs, f
@@ -55,7 +57,17 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpmux:", err)
 		return 2
 	}
-	in, err := newInstance(f.configDir, f.task, log)
+	mode := withSessions
+	switch {
+	case f.stateless && f.httpAddr == "":
+		log.Error("--stateless applies to --http: a stdio client is one session")
+		return 2
+	case f.stateless:
+		mode = stateless
+	case f.httpAddr != "":
+		mode = sessionsByConfig
+	}
+	in, err := newInstance(f.configDir, f.task, mode, log)
 	if err != nil {
 		log.Error("cannot start", "error", explainConfigDir(err, fs, f.configDir))
 		return 1
@@ -141,22 +153,26 @@ func serveHTTP(ctx context.Context, in *instance, addr string, opts *aggregator.
 	go in.startServers(ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "profiles", in.snap.Settings.ProfileNames(), "auth", hasToken(opts), "max_connections", maxConns)
+	log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "profiles", in.snap.Settings.ProfileNames(), "auth", hasToken(opts), "max_connections", maxConns, "stateless", in.load.Stateless)
 
 	code := 0
+	deadline := time.Now().Add(grace) // of a server that stopped by itself
 	select {
 	case <-ctx.Done():
+		deadline = time.Now().Add(grace)
+		drain(in, requests, grace)
 	case err := <-served:
 		log.Error("HTTP server stopped", "error", err)
 		code = 1
 	}
 	log.Info("shutting down")
-	// Stop accepting, let running calls finish (up to grace), then close
-	// everything, including streams that would keep Shutdown waiting.
+	// Stop accepting, let the calls still running finish (within what is
+	// left of the grace), then close everything, including streams that
+	// would keep Shutdown waiting.
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	go func() { _ = srv.Shutdown(sctx) }()
-	in.close(grace)
+	in.closeBy(deadline, grace)
 	requests.wait(answerWait)
 	_ = srv.Close()
 	return code
@@ -171,7 +187,7 @@ func (in *instance) startReloading(ctx context.Context, dir string, watch bool) 
 	// Without a watcher, SIGHUP reads the directory itself; with one, it
 	// asks the watcher for a snapshot now.
 	rescan := func() {
-		snap, err := config.Load(dir, nil)
+		snap, err := config.Load(dir, in.load)
 		if err != nil {
 			in.log.Error("config directory unreadable; keeping the running configuration", "error", err)
 			return
@@ -179,7 +195,7 @@ func (in *instance) startReloading(ctx context.Context, dir string, watch bool) 
 		in.reload(ctx, snap)
 	}
 	if watch {
-		w, err := config.Watch(ctx, dir, &config.WatchOptions{Logger: in.log})
+		w, err := config.Watch(ctx, dir, &config.WatchOptions{Logger: in.log, Load: in.load})
 		if err != nil {
 			return err
 		}

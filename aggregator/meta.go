@@ -25,7 +25,7 @@ import (
 const MetaServer = "mcpmux"
 
 // metaHandler answers a call of a meta tool for profile p.
-type metaHandler func(a *Aggregator, ctx context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult
+type metaHandler func(a *Aggregator, ctx context.Context, p *profile, c *toolCall) *mcp.CallToolResult
 
 type metaTool struct {
 	def    mcp.Tool // Name is the short name
@@ -126,8 +126,8 @@ func metaResult(text string, structured any) *mcp.CallToolResult {
 }
 
 // metaArgs decodes a meta tool's arguments into v.
-func metaArgs(req *mcp.CallToolRequest, name string, v any) *mcp.CallToolResult {
-	raw, err := callArguments(req.Params.Arguments)
+func metaArgs(c *toolCall, name string, v any) *mcp.CallToolResult {
+	raw, err := callArguments(c.args)
 	if err == nil {
 		err = json.Unmarshal(raw, v)
 	}
@@ -164,7 +164,7 @@ type StatusResult struct {
 }
 
 // metaStatus reports the state of the profile's servers.
-func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *mcp.CallToolRequest) *mcp.CallToolResult {
+func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *toolCall) *mcp.CallToolResult {
 	v := p.view.Load()
 	h := a.Health()
 	out := StatusResult{Ready: h.Ready, Servers: []ServerState{}}
@@ -215,13 +215,13 @@ type FindResult struct {
 }
 
 // metaFindTools searches the caller's current catalog.
-func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult {
+func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall) *mcp.CallToolResult {
 	name := metaName(p.view.Load().settings.Separator, config.MetaToolFindTools)
 	var args struct {
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
 	}
-	if res := metaArgs(req, name, &args); res != nil {
+	if res := metaArgs(c, name, &args); res != nil {
 		return a.countMeta(config.MetaToolFindTools, res)
 	}
 	limit := args.Limit
@@ -233,7 +233,7 @@ func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, req *mcp.Cal
 	// What the caller's tool list would show: not the tools its servers
 	// list only to clients with capabilities it lacks.
 	listed := map[*Entry]bool{}
-	for _, e := range a.sessionTools(ctx, v, req.Session) {
+	for _, e := range a.sessionTools(ctx, v, c.session) {
 		listed[e] = true
 	}
 	found := slices.DeleteFunc(findTools(v, args.Query), func(e *Entry) bool { return !listed[e] })
@@ -345,13 +345,13 @@ func searchWords(s string) []string {
 
 // metaCallTool calls the named tool as if the client had called it: the
 // same routing, blacklist, auto-correction and timeouts.
-func (a *Aggregator) metaCallTool(ctx context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult {
+func (a *Aggregator) metaCallTool(ctx context.Context, p *profile, c *toolCall) *mcp.CallToolResult {
 	self := metaName(p.view.Load().settings.Separator, config.MetaToolCallTool)
 	var args struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if res := metaArgs(req, self, &args); res != nil {
+	if res := metaArgs(c, self, &args); res != nil {
 		return a.countMeta(config.MetaToolCallTool, res)
 	}
 	if args.Name == "" {
@@ -360,26 +360,5 @@ func (a *Aggregator) metaCallTool(ctx context.Context, p *profile, req *mcp.Call
 	if args.Name == self {
 		return a.countMeta(config.MetaToolCallTool, toolError("%s cannot call itself; pass the name of the tool you want to call.", self))
 	}
-	inner := &mcp.CallToolRequest{
-		Session: req.Session,
-		Extra:   req.Extra,
-		Params:  &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: args.Name, Arguments: args.Arguments},
-	}
-	return a.countMeta(config.MetaToolCallTool, a.dispatch(ctx, p, inner))
-}
-
-// dispatch runs a call the way a client's tools/call runs: routeMiddleware
-// for names the profile does not list, the registered handler for those it
-// does. Whatever a call passes through on that way must be applied here
-// too.
-func (a *Aggregator) dispatch(ctx context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	v := p.view.Load()
-	e, ok := v.visible[req.Params.Name]
-	switch {
-	case !ok:
-		return a.resolve(ctx, p, v, req)
-	case e.meta != nil:
-		return e.meta(a, ctx, p, req)
-	}
-	return a.handle(ctx, p, req, e)
+	return a.countMeta(config.MetaToolCallTool, a.callTool(ctx, p, c.derive(args.Name, args.Arguments)))
 }

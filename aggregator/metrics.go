@@ -2,12 +2,10 @@ package aggregator
 
 import (
 	"context"
-	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/metrics"
-	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // autoCorrectionRule names auto-correction in mcpmux_rule_hits_total.
@@ -29,33 +27,6 @@ func resultOutcome(res *mcp.CallToolResult) string {
 		return metrics.OutcomeError
 	}
 	return metrics.OutcomeOK
-}
-
-// failureOutcome is the outcome of an upstream call that failed; it tells
-// the cases apart in the order callFailure does.
-func failureOutcome(ctx, cctx context.Context, err error) string {
-	var (
-		unavailable *upstream.UnavailableError
-		lost        *upstream.LostError
-		rpc         *upstream.RPCError
-		atLimit     *upstream.LimitError
-		resultLost  *upstream.ResultLostError
-	)
-	switch {
-	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-		return metrics.OutcomeTimeout
-	case ctx.Err() != nil:
-		return metrics.OutcomeCancelled
-	case errors.As(err, &atLimit):
-		return metrics.OutcomeAtLimit
-	case errors.As(err, &unavailable):
-		return metrics.OutcomeUnavailable
-	case errors.As(err, &lost), errors.As(err, &resultLost):
-		return metrics.OutcomeLost
-	case errors.As(err, &rpc):
-		return metrics.OutcomeRejected
-	}
-	return metrics.OutcomeFailed
 }
 
 // sessionInitialized counts a client session of p from its initialized

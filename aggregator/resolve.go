@@ -1,101 +1,11 @@
 package aggregator
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpmux/mcpmux/metrics"
-	"github.com/mcpmux/mcpmux/rewrite"
 )
-
-// routeMiddleware intercepts tools/call for names the profile does not
-// list. The SDK would answer those with a JSON-RPC error before any handler
-// runs; instead they are blacklisted (an isError saying so) or resolved by
-// auto-correction.
-func (a *Aggregator) routeMiddleware(p *profile) mcp.Middleware {
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method != "tools/call" {
-				return next(ctx, method, req)
-			}
-			r, ok := req.(*mcp.CallToolRequest)
-			if !ok || r.Params == nil {
-				return next(ctx, method, req)
-			}
-			v := p.view.Load()
-			if _, ok := v.visible[r.Params.Name]; ok {
-				return next(ctx, method, req)
-			}
-			return a.resolve(ctx, p, v, r), nil
-		}
-	}
-}
-
-// resolve answers a call to a name that is not in the profile's list.
-func (a *Aggregator) resolve(ctx context.Context, p *profile, v *view, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	name := req.Params.Name
-	if !v.resolvable(name) {
-		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
-		return toolError("Unknown tool '%s': no server of this client has a tool of that name (the name has %d bytes, longer than any tool's). Check the names in the tool list and try again.", quoteName(name), len(name))
-	}
-	if e := v.hidden[name]; e != nil {
-		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
-		a.metrics.RuleHit(metrics.RuleRefused, blacklistRule)
-		return toolError("Tool '%s' (tool '%s' of server '%s') is disabled for this client by the tool blacklist and cannot be called. Use another tool.", name, e.Tool, e.Server)
-	}
-	server, known, tool, candidates := a.lookup(v, name)
-	switch len(candidates) {
-	case 1:
-		e := candidates[0]
-		a.log.Info("auto-corrected tool call", "session", sessionID(req.Session), "requested", name, "chosen", e.Name)
-		a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
-		res := a.handle(ctx, p, req, e)
-		rewrite.PrependNote(res, correctionNote(server, known, tool, e.Server, res.IsError))
-		return res
-	case 0:
-		if e := a.hiddenByTool(v, tool); e != nil {
-			a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
-			a.metrics.RuleHit(metrics.RuleRefused, blacklistRule)
-			return toolError("Tool '%s' (tool '%s' of server '%s') is disabled for this client by the tool blacklist and cannot be called. Use another tool.", name, e.Tool, e.Server)
-		}
-		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
-		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", quoteName(name))
-		if near := closest(name, tool, v, 3); len(near) > 0 {
-			msg += " Closest existing tools: " + strings.Join(near, ", ") + "."
-		}
-		return toolError("%s", msg)
-	default:
-		names := make([]string, len(candidates))
-		for i, e := range candidates {
-			names[i] = e.Name
-		}
-		a.log.Info("ambiguous tool call", "session", sessionID(req.Session), "requested", name, "candidates", names)
-		a.metrics.CallAnswered("", "", metrics.OutcomeAmbiguous)
-		return toolError("Tool '%s' not found as '%s', and several servers have a tool of that name: %s. Call one of these by its full name.", tool, name, strings.Join(names, ", "))
-	}
-}
-
-// correctionNote is the note put in front of an auto-corrected result; the
-// wording for an unknown server is the seed's, which agents already know.
-func correctionNote(server string, known bool, tool, chosen string, failed bool) string {
-	var what string
-	switch {
-	case server == "":
-		what = fmt.Sprintf("Tool '%s' was called without a server name", tool)
-	case known:
-		what = fmt.Sprintf("Server '%s' has no tool '%s'", server, tool)
-	default:
-		what = fmt.Sprintf("Server '%s' not found", server)
-	}
-	if failed {
-		return fmt.Sprintf("[Auto-corrected: %s, but tool '%s' was found only in server '%s', attempted auto-correction but still failed] ", what, tool, chosen)
-	}
-	return fmt.Sprintf("[Auto-corrected: %s, but tool '%s' was found only in server '%s', so automatically used '%s' instead] ", what, tool, chosen, chosen)
-}
 
 // quoteName is a requested name as error messages quote it: cut after
 // MaxNameLength bytes, so that an absurd name is not echoed back whole.

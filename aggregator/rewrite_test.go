@@ -150,3 +150,27 @@ func TestRefusalsTravelInMeta(t *testing.T) {
 		}
 	}
 }
+
+// A rule's fallback takes the same pipeline as a client's call: a meta
+// tool as the fallback answers, as it does through mcpmux__call_tool.
+func TestFallbackToMetaTool(t *testing.T) {
+	settings := `
+meta_tools: [status, call_tool]
+rewrite:
+  - name: status-on-failure
+    tools: ["*scrape*"]
+    on_error: "unhandled errors"
+    fallback: {tool: "mcpmux__status", args: {}}
+`
+	h, _, _ := rewriteHarness(t, settings)
+	cs := h.client(DefaultProfile)
+	res := call(t, cs, "web__scrape", map[string]any{"url": "https://example.com/broken"})
+	want := "[Fallback: tool 'web__scrape' failed (unhandled errors), so rule 'status-on-failure' called 'mcpmux__status' instead] mcpmux is ready"
+	if res.IsError || !strings.HasPrefix(text(res), want) {
+		t.Errorf("fallback to mcpmux__status: %q isError=%v\nwant it to start with %q", text(res), res.IsError, want)
+	}
+	direct := call(t, cs, "mcpmux__call_tool", map[string]any{"name": "mcpmux__status", "arguments": map[string]any{}})
+	if direct.IsError || !strings.HasPrefix(text(direct), "mcpmux is ready") {
+		t.Errorf("mcpmux__call_tool of mcpmux__status: %q isError=%v", text(direct), direct.IsError)
+	}
+}

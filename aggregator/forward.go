@@ -16,68 +16,38 @@ import (
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
-// toolHandler returns the handler registered for an exposed tool. It holds
-// its route, so a call never parses names.
-func (a *Aggregator) toolHandler(p *profile, e *Entry) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if e.meta != nil {
-			return e.meta(a, ctx, p, req), nil
-		}
-		return a.handle(ctx, p, req, e), nil
-	}
-}
-
-// redirecting makes the upstream call and, if the server says it does not
-// know the tool, the same lookup as auto-correction among the profile's
-// other servers.
-func (a *Aggregator) redirecting(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
-	res := a.call(ctx, p, req, e)
-	if res.IsError && strings.Contains(rewrite.ResultText(res), "Unknown tool") {
-		if alt := withoutServer(p.view.Load().byTool[e.Tool], e.Server); len(alt) == 1 {
-			if refused := a.refused(p, req, alt[0]); refused != nil {
-				return refused
-			}
-			a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(req.Session), "requested", e.Name, "chosen", alt[0].Name)
-			a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
-			res2 := a.call(ctx, p, req, alt[0])
-			if !res2.IsError {
-				rewrite.PrependNote(res2, fmt.Sprintf("[Auto-corrected: Server '%s' does not know tool '%s', but it was found only in server '%s', so automatically used '%s' instead] ", e.Server, e.Tool, alt[0].Server, alt[0].Server))
-				return res2
-			}
-		}
-	}
-	return res
-}
-
-// call runs one tool call through the pipeline. It always returns a
-// result: failures become results with IsError whose text says what went
-// wrong and what to do, never JSON-RPC errors, so that an agent can read
-// them and carry on.
-func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequest, e *Entry) *mcp.CallToolResult {
+// forward runs step 3 of the pipeline for a call routed to e: the call of
+// e's server. Arguments are checked, the call runs under its timeout and
+// the server's max_concurrency, is counted in metrics, and a failure
+// becomes an isError result (with the config's secrets masked, as it may
+// quote a child's stderr); a result over max_result_bytes is truncated.
+func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *mcp.CallToolResult {
 	srv := a.pool.Get(e.Server)
 	if srv == nil {
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeUnavailable)
+		c.rec.Failed(metrics.OutcomeUnavailable, 0)
 		return toolError("Tool '%s' on server '%s' is not available: the server is no longer configured. Use another tool.", e.Tool, e.Server)
 	}
-	args, err := callArguments(req.Params.Arguments)
+	args, err := callArguments(c.args)
 	if err != nil {
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeBadArgs)
+		c.rec.Failed(metrics.OutcomeBadArgs, 0)
 		return toolError("Tool '%s' on server '%s' was not called: %v. Pass the arguments as a JSON object matching the tool's input schema.", e.Tool, e.Server, err)
 	}
-	timeout := srv.Config().CallTimeout(e.Tool, a.current.Load().Timeout)
+	settings := a.current.Load()
+	timeout := srv.Config().CallTimeout(e.Tool, settings.Timeout)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	task := a.taskOf(req.Params.Meta, req.Extra)
 	cp := upstream.CallParams{
-		Request: a.request(ctx, srv, req.Session, task),
+		Request: a.request(ctx, srv, c.session, c.task),
 		Params: &mcp.CallToolParams{
 			Name:      e.Tool,
 			Arguments: args,
-			Meta:      withRefusals(forwardMeta(req.Params.Meta, task), a.current.Load().Rules(), e),
+			Meta:      withRefusals(forwardMeta(c.meta, c.task), settings.Rules(), e),
 		},
-		Progress:     progressTo(ctx, req),
-		StreamClosed: closeClientStream(req),
+		Progress:     progressTo(ctx, c),
+		StreamClosed: closeClientStream(c.extra),
 	}
 	start := time.Now()
 	running := a.metrics.StartCall(e.Server, e.Tool)
@@ -85,21 +55,21 @@ func (a *Aggregator) call(ctx context.Context, p *profile, req *mcp.CallToolRequ
 	if next := a.pool.Get(e.Server); errors.Is(err, upstream.ErrStopped) && next != nil && next != srv {
 		// A reload replaced the server between the lookup and the call:
 		// its new version takes the call.
-		cp.Request = a.request(ctx, next, req.Session, task)
+		cp.Request = a.request(ctx, next, c.session, c.task)
 		res, err = next.CallTool(cctx, cp)
 	}
 	elapsed := time.Since(start).Round(time.Millisecond)
 	if err != nil {
-		running.Done(failureOutcome(ctx, cctx, err))
-		a.log.Warn("tool call failed", "tool", e.Name, "task", task, "session", sessionID(req.Session), "error", err, "elapsed", elapsed)
-		// The error may quote a child's stderr, which may echo a secret.
-		return a.maskResult(callFailure(ctx, cctx, err, e, timeout))
+		f, detail := classify(ctx, cctx, err)
+		running.Done(f.outcome)
+		c.rec.Failed(f.outcome, f.timeout(timeout))
+		a.log.Warn("tool call failed", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "error", err, "elapsed", elapsed)
+		return a.maskResult(f.result(e, timeout, detail))
 	}
 	running.Done(resultOutcome(res))
-	a.log.Debug("tool call", "tool", e.Name, "task", task, "session", sessionID(req.Session), "is_error", res.IsError, "elapsed", elapsed)
-	limit := a.current.Load().MaxResultBytes
-	if capped, truncated := capResult(res, limit); truncated {
-		a.log.Warn("tool result truncated: over max_result_bytes", "tool", e.Name, "task", task, "limit", limit.String())
+	a.log.Debug("tool call", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "is_error", res.IsError, "elapsed", elapsed)
+	if capped, truncated := capResult(res, settings.MaxResultBytes); truncated {
+		a.log.Warn("tool result truncated: over max_result_bytes", "tool", e.Name, "task", c.task, "limit", settings.MaxResultBytes.String())
 		res = capped
 	}
 	return res
@@ -130,12 +100,12 @@ func (a *Aggregator) taskOf(meta mcp.Meta, extra *mcp.RequestExtra) string {
 // progressTo returns the function that passes a server's progress
 // notifications to the client, under the client's own token; nil if the
 // client asked for no progress.
-func progressTo(ctx context.Context, req *mcp.CallToolRequest) func(context.Context, *mcp.ProgressNotificationParams) {
-	token := req.Params.GetProgressToken()
-	if token == nil || req.Session == nil {
+func progressTo(ctx context.Context, c *toolCall) func(context.Context, *mcp.ProgressNotificationParams) {
+	token := c.meta["progressToken"]
+	if token == nil || c.session == nil {
 		return nil
 	}
-	ss := req.Session
+	ss := c.session
 	return func(_ context.Context, p *mcp.ProgressNotificationParams) {
 		// The client request's context routes the notification to its
 		// response stream. upstream holds the answer until the progress
@@ -160,8 +130,7 @@ func progressTo(ctx context.Context, req *mcp.CallToolRequest) func(context.Cont
 // event store keeps what arrives); an older one cannot, as it could not
 // directly, and is no longer reachable for the call. Nil for a client
 // without such a stream (stdio).
-func closeClientStream(req *mcp.CallToolRequest) func(time.Duration) bool {
-	extra := req.Extra
+func closeClientStream(extra *mcp.RequestExtra) func(time.Duration) bool {
 	if extra == nil || extra.CloseSSEStream == nil {
 		return nil
 	}
@@ -264,38 +233,6 @@ func withRefusals(meta mcp.Meta, rules *rewrite.Rules, e *Entry) mcp.Meta {
 	}
 	meta[rewrite.RefusalsMetaKey] = refusals
 	return meta
-}
-
-// callFailure turns an error of an upstream call into the result the
-// client reads.
-func callFailure(ctx, cctx context.Context, err error, e *Entry, timeout time.Duration) *mcp.CallToolResult {
-	var (
-		unavailable *upstream.UnavailableError
-		lost        *upstream.LostError
-		rpc         *upstream.RPCError
-		stopped     *upstream.StoppedError
-		atLimit     *upstream.LimitError
-		resultLost  *upstream.ResultLostError
-	)
-	switch {
-	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-		return toolError("Tool '%s' on server '%s' timed out after %v. The call was cancelled; the server stays available. Try again with a smaller request, or use another tool.", e.Tool, e.Server, timeout)
-	case ctx.Err() != nil:
-		return toolError("Tool '%s' on server '%s' was cancelled by the client.", e.Tool, e.Server)
-	case errors.As(err, &stopped):
-		return toolError("Tool '%s' on server '%s' was cancelled: %v. It may or may not have taken effect.", e.Tool, e.Server, stopped)
-	case errors.As(err, &atLimit):
-		return toolError("Tool '%s' on server '%s' was not called: the server is at its limit of %d client connections (max_clients), each client session having its own, and this client has none yet. Try again when another client has finished, or use another tool.", e.Tool, e.Server, atLimit.Max)
-	case errors.As(err, &unavailable):
-		return toolError("Tool '%s' on server '%s' could not be called: the server is not running (%v). mcpmux restarts it automatically; try again shortly, or use another tool.", e.Tool, e.Server, unavailable.Err)
-	case errors.As(err, &lost):
-		return toolError("Tool '%s' on server '%s' failed: the server stopped answering during the call: %v. mcpmux is restarting it; the call may or may not have taken effect, so check before repeating it.", e.Tool, e.Server, lost.Err)
-	case errors.As(err, &resultLost):
-		return toolError("Tool '%s' on server '%s' failed: the server closed the call's response stream before answering, and %s. The server stays available; the call may or may not have taken effect, so check before repeating it.", e.Tool, e.Server, resultLost.Reason)
-	case errors.As(err, &rpc):
-		return toolError("Tool '%s' on server '%s' was rejected by the server: %s (JSON-RPC error %d). Check the tool name and that the arguments match the tool's input schema.", e.Tool, e.Server, rpc.Message, rpc.Code)
-	}
-	return toolError("Tool '%s' on server '%s' failed: %v.", e.Tool, e.Server, err)
 }
 
 // maskResult hides the config's secrets in the text of an error result

@@ -1,0 +1,91 @@
+package aggregator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/upstream"
+)
+
+// failure is one way an upstream call can fail. Each has the outcome label
+// metrics count it under and the text the client reads, so the two cannot
+// disagree.
+type failure struct {
+	outcome string
+	// text explains the failure for an agent: what happened, and what to
+	// do. It gets the tool, the server, the timeout and the error, as
+	// %[1]s, %[2]s, %[3]v and %[4]v.
+	text string
+}
+
+var (
+	failTimeout = failure{metrics.OutcomeTimeout,
+		"Tool '%[1]s' on server '%[2]s' timed out after %[3]v. The call was cancelled; the server stays available. Try again with a smaller request, or use another tool."}
+	failCancelled = failure{metrics.OutcomeCancelled,
+		"Tool '%[1]s' on server '%[2]s' was cancelled by the client."}
+	failStopped = failure{metrics.OutcomeStopped,
+		"Tool '%[1]s' on server '%[2]s' was stopped before it answered: %[4]v. It may or may not have taken effect."}
+	failAtLimit = failure{metrics.OutcomeAtLimit,
+		"Tool '%[1]s' on server '%[2]s' was not called: %[4]v, each client session having its own, and this client has none yet. Try again when another client has finished, or use another tool."}
+	failUnavailable = failure{metrics.OutcomeUnavailable,
+		"Tool '%[1]s' on server '%[2]s' could not be called: the server is not running (%[4]v). mcpmux restarts it automatically; try again shortly, or use another tool."}
+	failLost = failure{metrics.OutcomeLost,
+		"Tool '%[1]s' on server '%[2]s' failed: the server stopped answering during the call: %[4]v. mcpmux is restarting it; the call may or may not have taken effect, so check before repeating it."}
+	failResultLost = failure{metrics.OutcomeLost,
+		"Tool '%[1]s' on server '%[2]s' failed: the server closed the call's response stream before answering, and %[4]v. The server stays available; the call may or may not have taken effect, so check before repeating it."}
+	failRejected = failure{metrics.OutcomeRejected,
+		"Tool '%[1]s' on server '%[2]s' was rejected by the server: %[4]v. Check the tool name and that the arguments match the tool's input schema."}
+	failOther = failure{metrics.OutcomeFailed,
+		"Tool '%[1]s' on server '%[2]s' failed: %[4]v."}
+)
+
+// classify tells what kind of failure err is, for a call whose context is
+// ctx (the client's) and cctx (with the call's timeout), and the part of
+// err the failure's text quotes.
+func classify(ctx, cctx context.Context, err error) (failure, any) {
+	var (
+		unavailable *upstream.UnavailableError
+		lost        *upstream.LostError
+		rpc         *upstream.RPCError
+		stopped     *upstream.StoppedError
+		atLimit     *upstream.LimitError
+		resultLost  *upstream.ResultLostError
+	)
+	switch {
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return failTimeout, err
+	case ctx.Err() != nil:
+		return failCancelled, err
+	case errors.As(err, &stopped):
+		return failStopped, stopped
+	case errors.As(err, &atLimit):
+		return failAtLimit, fmt.Sprintf("the server is at its limit of %d client connections (max_clients)", atLimit.Max)
+	case errors.As(err, &unavailable):
+		return failUnavailable, unavailable.Err
+	case errors.As(err, &lost):
+		return failLost, lost.Err
+	case errors.As(err, &resultLost):
+		return failResultLost, resultLost.Reason
+	case errors.As(err, &rpc):
+		return failRejected, fmt.Sprintf("%s (JSON-RPC error %d)", rpc.Message, rpc.Code)
+	}
+	return failOther, err
+}
+
+// timeout is the limit the call ran into, for a timeout; zero otherwise.
+func (f failure) timeout(limit time.Duration) time.Duration {
+	if f.outcome != metrics.OutcomeTimeout {
+		return 0
+	}
+	return limit
+}
+
+// result is the isError result the client reads for the failure.
+func (f failure) result(e *Entry, timeout time.Duration, detail any) *mcp.CallToolResult {
+	return toolError(f.text, e.Tool, e.Server, timeout, detail)
+}

@@ -1,0 +1,274 @@
+package aggregator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/journal"
+	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/rewrite"
+)
+
+// The call pipeline.
+//
+// Every tool call runs through callTool, whatever its entry point: a
+// client's tools/call (callMiddleware), mcpmux__call_tool (metaCallTool)
+// and a rewrite rule's fallback (toolCall.env). Its steps, in the order
+// they run and in the order this file holds them:
+//
+//  1. route: the name to the entry of the profile's view; a name the view
+//     does not list is blacklisted, auto-corrected, ambiguous or unknown
+//  2. rules before: a rewrite rule may refuse the call
+//  3. run: a meta tool answers itself; a replay answers from the journal
+//     (journal.go); any other call goes to its server (forward.go:
+//     arguments, timeout, max_concurrency, metrics, errors as results,
+//     masking, max_result_bytes)
+//  4. unknown-tool retry: a server that says it does not know the tool
+//     hands the call to the one other server that has it
+//  5. rules after: redact, fallback (a fallback is a new call through this
+//     pipeline)
+//
+// It always returns a result: what goes wrong is an isError result whose
+// text says what happened and what to do, never a JSON-RPC error. Each
+// step notes what it decided on the call's journal record (c.rec), which
+// clientCall writes when the client's call ends.
+
+// toolCall is one tool call on its way through the pipeline.
+type toolCall struct {
+	name    string          // the name called
+	args    json.RawMessage // the arguments as the caller sent them
+	meta    mcp.Meta        // the request's _meta
+	session *mcp.ServerSession
+	extra   *mcp.RequestExtra
+	task    string        // the caller's task (taskOf)
+	rec     *journal.Call // the journal's record of the client's call; nil without a journal
+}
+
+// newToolCall describes a client's tools/call request.
+func (a *Aggregator) newToolCall(req *mcp.CallToolRequest) *toolCall {
+	c := &toolCall{session: req.Session, extra: req.Extra}
+	if req.Params != nil {
+		c.name, c.args, c.meta = req.Params.Name, req.Params.Arguments, req.Params.Meta
+	}
+	c.task = a.taskOf(c.meta, c.extra)
+	return c
+}
+
+// derive is a new call of the same caller, to another tool: what
+// mcpmux__call_tool and fallbacks make.
+func (c *toolCall) derive(name string, args json.RawMessage) *toolCall {
+	d := *c
+	d.name, d.args = name, args
+	d.rec = c.rec.Derived()
+	return &d
+}
+
+// callMiddleware runs every tools/call of p's clients through the
+// pipeline, listed names or not: the SDK would answer a name it has not
+// registered with a JSON-RPC error before any handler runs.
+func (a *Aggregator) callMiddleware(p *profile) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+				return a.clientCall(ctx, p, r), nil
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// toolHandler is the handler tools are registered with. callMiddleware
+// answers every tools/call before the SDK would call it; should a call
+// reach it anyway, it takes the same pipeline.
+func (a *Aggregator) toolHandler(p *profile) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return a.clientCall(ctx, p, req), nil
+	}
+}
+
+// callTool runs c through the pipeline of profile p.
+func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *mcp.CallToolResult {
+	v := p.view.Load()
+	// 1. Route.
+	e, fix, res := a.route(v, c)
+	if res != nil {
+		return res
+	}
+	c.rec.Routed(e.Server, fix.exposedName(e))
+	// 2. Rules before.
+	rules := a.current.Load().Rules()
+	rc, env := a.ruleCall(p, c, e)
+	if res := rules.Before(rc, env); res != nil {
+		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
+		return fix.annotate(res)
+	}
+	// 3. Run.
+	res = a.run(ctx, p, c, e)
+	// 4. Unknown-tool retry.
+	res = a.retryElsewhere(ctx, p, c, e, res)
+	// 5. Rules after.
+	res = rules.After(ctx, rc, res, env)
+	return fix.annotate(res)
+}
+
+// route finds the entry a call goes to. For a name the view does not list
+// it returns, instead, the answer to the call (blacklisted, unknown,
+// ambiguous), or the entry auto-correction chose with the correction to
+// note on the result.
+func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.CallToolResult) {
+	name := c.name
+	if e := v.visible[name]; e != nil {
+		return e, nil, nil
+	}
+	if !v.resolvable(name) {
+		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
+		return nil, nil, toolError("Unknown tool '%s': no server of this client has a tool of that name (the name has %d bytes, longer than any tool's). Check the names in the tool list and try again.", quoteName(name), len(name))
+	}
+	if e := v.hidden[name]; e != nil {
+		return nil, nil, a.blacklisted(c, e)
+	}
+	server, known, tool, candidates := a.lookup(v, name)
+	switch len(candidates) {
+	case 1:
+		e := candidates[0]
+		a.log.Info("auto-corrected tool call", "session", sessionID(c.session), "requested", name, "chosen", e.Name)
+		a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
+		return e, &correction{server: server, known: known, tool: tool, chosen: e.Server}, nil
+	case 0:
+		if e := a.hiddenByTool(v, tool); e != nil {
+			return nil, nil, a.blacklisted(c, e)
+		}
+		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
+		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", quoteName(name))
+		if near := closest(name, tool, v, 3); len(near) > 0 {
+			msg += " Closest existing tools: " + strings.Join(near, ", ") + "."
+		}
+		return nil, nil, toolError("%s", msg)
+	default:
+		names := make([]string, len(candidates))
+		for i, e := range candidates {
+			names[i] = e.Name
+		}
+		a.log.Info("ambiguous tool call", "session", sessionID(c.session), "requested", name, "candidates", names)
+		a.metrics.CallAnswered("", "", metrics.OutcomeAmbiguous)
+		return nil, nil, toolError("Tool '%s' not found as '%s', and several servers have a tool of that name: %s. Call one of these by its full name.", tool, name, strings.Join(names, ", "))
+	}
+}
+
+// blacklisted answers a call of a tool the profile's blacklist hides.
+func (a *Aggregator) blacklisted(c *toolCall, e *Entry) *mcp.CallToolResult {
+	a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
+	a.metrics.RuleHit(metrics.RuleRefused, blacklistRule)
+	c.rec.Routed(e.Server, "")
+	c.rec.Hit(blacklistRule, rewrite.ActionRefused)
+	return toolError("Tool '%s' (tool '%s' of server '%s') is disabled for this client by the tool blacklist and cannot be called. Use another tool.", c.name, e.Tool, e.Server)
+}
+
+// correction is what auto-correction changed about a call.
+type correction struct {
+	server string // the server part of the name called; "" for a bare name
+	known  bool   // whether that server is one of the profile's
+	tool   string // the tool part
+	chosen string // the server the call went to
+}
+
+// exposedName is the name auto-correction chose, e's; "" for a nil
+// correction (the name called was e's).
+func (fix *correction) exposedName(e *Entry) string {
+	if fix == nil {
+		return ""
+	}
+	return e.Name
+}
+
+// annotate puts the correction's note in front of the result; the wording
+// for an unknown server is the seed's, which agents already know. A nil
+// correction leaves res as it is.
+func (fix *correction) annotate(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if fix == nil {
+		return res
+	}
+	var what string
+	switch {
+	case fix.server == "":
+		what = fmt.Sprintf("Tool '%s' was called without a server name", fix.tool)
+	case fix.known:
+		what = fmt.Sprintf("Server '%s' has no tool '%s'", fix.server, fix.tool)
+	default:
+		what = fmt.Sprintf("Server '%s' not found", fix.server)
+	}
+	note := fmt.Sprintf("[Auto-corrected: %s, but tool '%s' was found only in server '%s', so automatically used '%s' instead] ", what, fix.tool, fix.chosen, fix.chosen)
+	if res.IsError {
+		note = fmt.Sprintf("[Auto-corrected: %s, but tool '%s' was found only in server '%s', attempted auto-correction but still failed] ", what, fix.tool, fix.chosen)
+	}
+	rewrite.PrependNote(res, note)
+	return res
+}
+
+// ruleCall describes a call routed to e for the rewrite rules, with the
+// environment they run in: the aggregator's log and metrics, and
+// fallbacks, which are new calls of the same caller through this pipeline.
+func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call, *rewrite.Env) {
+	rc := &rewrite.Call{Name: e.Name, Server: e.Server, Tool: e.Tool, Args: c.args, Session: sessionID(c.session), Task: c.task}
+	onHit := a.RuleHit
+	if c.rec != nil {
+		onHit = func(action, rule string) {
+			a.RuleHit(action, rule)
+			c.rec.Hit(rule, action)
+		}
+	}
+	env := &rewrite.Env{
+		Log:   a.log,
+		OnHit: onHit,
+		Call: func(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
+			return a.callTool(ctx, p, c.derive(name, args))
+		},
+	}
+	return rc, env
+}
+
+// run answers a call routed to e: a meta tool itself, a replay from its
+// journal, any other tool's server (forward).
+func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry) *mcp.CallToolResult {
+	if e.meta != nil {
+		return e.meta(a, ctx, p, c)
+	}
+	if res := a.replayed(c, e); res != nil {
+		return res
+	}
+	res := a.forward(ctx, c, e)
+	c.rec.Answered(e.Name, c.args, res, false)
+	return res
+}
+
+// retryElsewhere hands a call to the one other server of the profile that
+// has the tool, when e's server answered that it does not know it (its
+// list was out of date, or it lists tools it cannot run). The rules that
+// act before a call apply to the new server's call too.
+func (a *Aggregator) retryElsewhere(ctx context.Context, p *profile, c *toolCall, e *Entry, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if !res.IsError || e.meta != nil || !strings.Contains(rewrite.ResultText(res), "Unknown tool") {
+		return res
+	}
+	alt := withoutServer(p.view.Load().byTool[e.Tool], e.Server)
+	if len(alt) != 1 {
+		return res
+	}
+	rc, env := a.ruleCall(p, c, alt[0])
+	if refused := a.current.Load().Rules().Before(rc, env); refused != nil {
+		a.metrics.CallAnswered(alt[0].Server, alt[0].Tool, metrics.OutcomeRefused)
+		return refused
+	}
+	a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(c.session), "requested", e.Name, "chosen", alt[0].Name)
+	a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
+	res2 := a.run(ctx, p, c, alt[0])
+	if res2.IsError {
+		return res
+	}
+	c.rec.Routed(alt[0].Server, alt[0].Name)
+	rewrite.PrependNote(res2, fmt.Sprintf("[Auto-corrected: Server '%s' does not know tool '%s', but it was found only in server '%s', so automatically used '%s' instead] ", e.Server, e.Tool, alt[0].Server, alt[0].Server))
+	return res2
+}
