@@ -1,11 +1,13 @@
 // Package checks holds the repository checks that .ci/run runs besides the
 // product's tests: the Dockerfile's lint and the promises the docs make
-// about the images, the links and quotes of the README and docs/, and the
-// release binary that scripts/build.sh makes.
+// about the images, the Kubernetes manifests and HAProxy configs of
+// deploy/, the links and quotes of the README and docs/, and the release
+// binary that scripts/build.sh makes.
 //
 // They are a module of their own (.ci/go.mod) so that the product's go.mod
-// carries none of their dependencies (BuildKit's Dockerfile parser), and
-// they test mcpmux only through its release binary. Run them from .ci/:
+// carries none of their dependencies (BuildKit's Dockerfile parser,
+// k8s.io/api), and they test mcpmux through its release binary (the
+// Kubernetes check uses its config loader too). Run them from .ci/:
 //
 //	go test ./checks/                                   builds the binary with scripts/build.sh
 //	MCPMUX_RELEASE_BINARY=dist/mcpmux go test ./checks/   checks that one (.ci/run does)
