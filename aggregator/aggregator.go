@@ -225,6 +225,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
+	p.server.AddSendingMiddleware(keepElicitAnswers)
 	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }

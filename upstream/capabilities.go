@@ -37,6 +37,9 @@ type ClientFeatures struct {
 	URLElicitation  bool // elicitation/create, URL mode
 }
 
+// elicits reports whether f declares elicitation in some mode.
+func (f ClientFeatures) elicits() bool { return f.FormElicitation || f.URLElicitation }
+
 // AllFeatures is what a shared connection declares: everything mcpmux can
 // forward to the client of a call.
 var AllFeatures = ClientFeatures{Roots: true, Sampling: true, SamplingTools: true, FormElicitation: true, URLElicitation: true}
