@@ -123,7 +123,7 @@ func oneShot(cf *commonFlags, stderr io.Writer) (*instance, int) {
 		fmt.Fprintln(stderr, "mcpmux:", err)
 		return nil, 2
 	}
-	in, err := newInstance(cf.configDir, "", log)
+	in, err := newInstance(cf.configDir, "", withSessions, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux:", err)
 		return nil, 1

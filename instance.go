@@ -29,18 +29,35 @@ type instance struct {
 	lastErrors map[string]bool // file errors already logged
 	tokens     *tokenRotation  // HTTP tokens from a file, re-read on reload; nil otherwise
 	reaper     *reaper.Reaper  // ends the children's groups if mcpmux is killed; nil if it could not start
+	mode       sessionMode
+	load       *config.Options // how every snapshot is loaded; fixed at start
 }
+
+// sessionMode says whether an instance's clients have sessions.
+type sessionMode int
+
+const (
+	withSessions     sessionMode = iota // stdio, check, tools
+	sessionsByConfig                    // --http: stateless if mcpmux.yaml says stateless: true
+	stateless                           // --http --stateless
+)
 
 // newInstance loads the config directory and builds the pool and the
 // aggregator; no server is started yet. Only an unreadable directory is an
 // error: bad files are logged and skipped.
-func newInstance(dir, task string, log *slog.Logger) (*instance, error) {
-	snap, err := config.Load(dir, nil)
+func newInstance(dir, task string, mode sessionMode, log *slog.Logger) (*instance, error) {
+	load := &config.Options{Stateless: mode == stateless}
+	snap, err := config.Load(dir, load)
+	if err == nil && mode == sessionsByConfig && snap.Settings.Stateless {
+		// Read again, now refusing the servers that need sessions.
+		load.Stateless = true
+		snap, err = config.Load(dir, load)
+	}
 	if err != nil {
 		return nil, err
 	}
 	maskSecrets(log, snap)
-	in := &instance{log: log, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{})}
+	in := &instance{log: log, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{}), mode: mode, load: load}
 	for _, fe := range snap.Errors {
 		log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)
 		in.lastErrors[fe.Error()] = true
@@ -56,11 +73,12 @@ func newInstance(dir, task string, log *slog.Logger) (*instance, error) {
 		OnResourceUpdated: func(server string, p *mcp.ResourceUpdatedNotificationParams) { in.agg.ResourceUpdated(server, p) },
 	})
 	in.agg = aggregator.New(&aggregator.Options{
-		Pool:     in.pool,
-		Settings: snap.Settings,
-		Logger:   log,
-		Version:  buildVersion(),
-		TaskID:   task,
+		Pool:      in.pool,
+		Settings:  snap.Settings,
+		Logger:    log,
+		Version:   buildVersion(),
+		TaskID:    task,
+		Stateless: load.Stateless,
 	})
 	return in, nil
 }
@@ -90,6 +108,16 @@ func (in *instance) startServers(ctx context.Context) {
 // and then the reaper, which has nothing left to end.
 func (in *instance) close(grace time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
+	defer cancel()
+	in.pool.Close(ctx, grace)
+	in.reaper.Close()
+}
+
+// closeBy is close for a shutdown whose grace began earlier (an HTTP
+// drain): running calls may go on until deadline, and those cut short are
+// told the whole grace they had.
+func (in *instance) closeBy(deadline time.Time, grace time.Duration) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	in.pool.Close(ctx, grace)
 	in.reaper.Close()

@@ -9,6 +9,7 @@
 //	mcpmux check [--config DIR]                   connect to every server and report
 //	mcpmux tools [--config DIR] [--json]          print the merged catalog
 //	mcpmux import FILE [--config DIR] [--force]   write tool files from a client's MCP config
+//	mcpmux journal DIR [--json] [--html FILE]     summarise a call journal per task
 //	mcpmux fetch-server [flags]                   serve the built-in fetch tool on stdio
 //	mcpmux healthcheck [URL]                      probe /healthz, for a container HEALTHCHECK
 //	mcpmux version
@@ -54,6 +55,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"check":   checkCmd,
 	"tools":   toolsCmd,
 	"import":  importCmd,
+	"journal": journalCmd,
 	"version": versionCmd,
 	// For a container HEALTHCHECK (healthcheck.go).
 	"healthcheck": healthcheckCmd,
@@ -88,6 +90,7 @@ Usage:
   mcpmux tools [--config DIR] [--json]        print the merged tool catalog
   mcpmux import FILE [--config DIR] [--force] write tool/*.yaml from a Claude Desktop,
                                               Cursor or VS Code MCP config
+  mcpmux journal DIR [--json] [--html FILE]   summarise a call journal per task
   mcpmux fetch-server                         serve the built-in fetch tool (URL to Markdown) on stdio
   mcpmux healthcheck [URL]                    exit 0 if a serving mcpmux's /healthz answers 200
   mcpmux version                              print the version and commit

@@ -45,6 +45,10 @@ func resolve(running *desired, snap *config.Snapshot) *desired {
 	for _, s := range snap.Disabled {
 		delete(byName, s.Name)
 	}
+	if d.settings.ReplaysCatalog() {
+		// The tools are the replayed journal's: no server is to run.
+		return d
+	}
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		d.servers = append(d.servers, byName[name])
 	}
@@ -108,6 +112,9 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 		}
 	}
 	if settingsChanged {
+		if in.mode != withSessions && d.settings.Stateless != in.running.settings.Stateless {
+			in.log.Warn("stateless in mcpmux.yaml changed: it applies from the next start", "stateless_now", in.load.Stateless)
+		}
 		in.agg.SetSettings(d.settings)
 	} else {
 		in.agg.Sync()

@@ -29,7 +29,8 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (host:port) instead of stdio")
 	profile := fs.String("profile", "", "stdio mode: serve this profile instead of all tools")
 	sec := registerHTTPSecurity(fs)
-	grace := fs.Duration("shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish")
+	grace := fs.Duration("shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish (HTTP: while draining)")
+	statelessFlag := fs.Bool("stateless", false, "HTTP: serve without sessions, so that any replica answers any request (as stateless: true in mcpmux.yaml; see docs/scaling.md)")
 	noWatch := fs.Bool("no-watch", false, "do not watch the config directory; reload only on SIGHUP")
 	task := fs.String("task-id", os.Getenv("TASK_ID"), "task of this instance's calls, unless a call names its own ($TASK_ID)")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -40,7 +41,17 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpmux:", err)
 		return 2
 	}
-	in, err := newInstance(cf.configDir, *task, log)
+	mode := withSessions
+	switch {
+	case *statelessFlag && *httpAddr == "":
+		log.Error("--stateless applies to --http: a stdio client is one session")
+		return 2
+	case *statelessFlag:
+		mode = stateless
+	case *httpAddr != "":
+		mode = sessionsByConfig
+	}
+	in, err := newInstance(cf.configDir, *task, mode, log)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return 1
@@ -125,22 +136,26 @@ func serveHTTP(ctx context.Context, in *instance, addr string, opts *aggregator.
 	go in.startServers(ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "profiles", in.snap.Settings.ProfileNames(), "auth", hasToken(opts), "max_connections", maxConns)
+	log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "profiles", in.snap.Settings.ProfileNames(), "auth", hasToken(opts), "max_connections", maxConns, "stateless", in.load.Stateless)
 
 	code := 0
+	deadline := time.Now().Add(grace) // of a server that stopped by itself
 	select {
 	case <-ctx.Done():
+		deadline = time.Now().Add(grace)
+		drain(in, requests, grace)
 	case err := <-served:
 		log.Error("HTTP server stopped", "error", err)
 		code = 1
 	}
 	log.Info("shutting down")
-	// Stop accepting, let running calls finish (up to grace), then close
-	// everything, including streams that would keep Shutdown waiting.
+	// Stop accepting, let the calls still running finish (within what is
+	// left of the grace), then close everything, including streams that
+	// would keep Shutdown waiting.
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	go func() { _ = srv.Shutdown(sctx) }()
-	in.close(grace)
+	in.closeBy(deadline, grace)
 	requests.wait(answerWait)
 	_ = srv.Close()
 	return code
@@ -155,7 +170,7 @@ func (in *instance) startReloading(ctx context.Context, dir string, watch bool) 
 	// Without a watcher, SIGHUP reads the directory itself; with one, it
 	// asks the watcher for a snapshot now.
 	rescan := func() {
-		snap, err := config.Load(dir, nil)
+		snap, err := config.Load(dir, in.load)
 		if err != nil {
 			in.log.Error("config directory unreadable; keeping the running configuration", "error", err)
 			return
@@ -163,7 +178,7 @@ func (in *instance) startReloading(ctx context.Context, dir string, watch bool) 
 		in.reload(ctx, snap)
 	}
 	if watch {
-		w, err := config.Watch(ctx, dir, &config.WatchOptions{Logger: in.log})
+		w, err := config.Watch(ctx, dir, &config.WatchOptions{Logger: in.log, Load: in.load})
 		if err != nil {
 			return err
 		}

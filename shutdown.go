@@ -6,10 +6,24 @@ import (
 	"time"
 )
 
-// Graceful shutdown, in this order: stop accepting; let running calls
-// finish within the grace period; cancel the rest, which answers them with
-// an isError result; deliver those answers; only then close the client
-// connections. Closing them first would drop the answers.
+// Graceful shutdown, in this order: over HTTP, drain (see drain); stop
+// accepting; let running calls finish within what is left of the grace
+// period; cancel the rest, which answers them with an isError result;
+// deliver those answers; only then close the client connections. Closing
+// them first would drop the answers.
+
+// drain is the first step of an HTTP shutdown: the replica says that it is
+// draining (/healthz answers 503, new sessions are refused; see
+// aggregator.Drain) and goes on serving until no request is running, for
+// at most grace. Meanwhile a load balancer sees the 503 and sends new
+// sessions elsewhere, the running calls finish and open sessions' calls are
+// answered; once the replica has gone, their clients get 404 from the
+// replica the balancer picks, and start a new session there.
+func drain(in *instance, requests *requestCounter, grace time.Duration) {
+	in.agg.Drain()
+	in.log.Info("draining: /healthz answers 503 and new sessions are refused; running calls may take up to the grace to finish", "grace", grace)
+	requests.wait(grace)
+}
 
 // answerWait bounds how long the answers of the last calls may take to
 // reach their clients once every call has returned.

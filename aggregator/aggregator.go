@@ -18,6 +18,8 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/journal"
+	"github.com/mcpmux/mcpmux/journal/replay"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -40,6 +42,11 @@ type Options struct {
 	// TaskID is the task of calls that name none themselves (by
 	// _meta.task_id or the X-Task-Id header): a stdio instance's --task-id.
 	TaskID string
+	// Stateless serves HTTP without sessions (see HTTPHandler): no
+	// session ids, nothing a client could be sent outside a request of
+	// its own (server-to-client requests, list_changed, subscriptions).
+	// False keeps sessions.
+	Stateless bool
 }
 
 // Aggregator serves the merged catalog of a pool.
@@ -50,6 +57,8 @@ type Aggregator struct {
 	impl        *mcp.Implementation
 	maxName     int
 	defaultTask string
+	stateless   bool        // see Options.Stateless
+	draining    atomic.Bool // see Drain
 
 	ready     chan struct{} // closed once the pool has started
 	readyOnce sync.Once
@@ -67,6 +76,11 @@ type Aggregator struct {
 	subs     subscriptions
 	levels   logLevels
 	metrics  *metrics.Metrics
+
+	journal    *journal.Journal // writes nothing unless the settings name a dir
+	replay     atomic.Pointer[replay.Replay]
+	replayMu   sync.Mutex    // serializes applyRecording's replay part
+	replaySpec config.Replay // what replay was opened with; guarded by replayMu
 }
 
 // profile is one mcp.Server and the view it currently serves.
@@ -105,6 +119,7 @@ func New(opts *Options) *Aggregator {
 		impl:        &mcp.Implementation{Name: "mcpmux", Version: version},
 		maxName:     opts.MaxNameLength,
 		defaultTask: cleanTaskID(opts.TaskID),
+		stateless:   opts.Stateless,
 		ready:       make(chan struct{}),
 		settings:    settings,
 		catalog:     BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
@@ -113,6 +128,8 @@ func New(opts *Options) *Aggregator {
 		metrics:     metrics.New(&metrics.Options{Servers: opts.Pool.Statuses}),
 		events:      mcp.NewMemoryEventStore(nil),
 	}
+	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
+	a.applyRecording(settings)
 	a.events.SetMaxBytes(eventStoreBytes(settings))
 	a.current.Store(settings)
 	a.sessions = newSessionTracker(a.current.Load, &a.ends)
@@ -129,6 +146,9 @@ func (a *Aggregator) MarkReady() { a.readyOnce.Do(func() { close(a.ready) }) }
 // SetSettings replaces the settings (blacklist, profiles, timeouts) and
 // applies them to the catalog. Servers are not touched.
 func (a *Aggregator) SetSettings(s *config.Settings) {
+	// Reading a replayed journal may take a while: not under mu, which
+	// tools/list and reloads wait for.
+	a.applyRecording(s)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settings = s
@@ -156,7 +176,9 @@ func (a *Aggregator) Sync() {
 
 func (a *Aggregator) rebuildLocked() {
 	var servers []ServerFeatures
+	running := map[string]bool{}
 	for _, s := range a.pool.Servers() {
+		running[s.Name()] = true
 		// Ahead of the first client that declares fewer capabilities
 		// than shared connections: see upstream.Server.ToolsFor.
 		s.PrefetchProbe()
@@ -164,6 +186,7 @@ func (a *Aggregator) rebuildLocked() {
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
 			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe})
 	}
+	servers = append(servers, a.recordedServers(running)...)
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
 	// Servers added by a reload get the clients' log level too.
 	go a.pushLogLevel(context.Background(), a.levels.lowest())
@@ -208,11 +231,13 @@ func (a *Aggregator) newProfile(name string) *profile {
 		Logger: logs.QuietInfo(a.log.With("component", "mcp-server", "profile", name)),
 		// Advertise everything with listChanged even while the catalog is
 		// empty: a client connecting before any server is up must still
-		// learn that tools will come.
+		// learn that tools will come. Stateless, nothing reaches a client
+		// outside its own requests: neither list changes nor resource
+		// updates (nor subscriptions: see subscribe).
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Tools:     &mcp.ToolCapabilities{ListChanged: !a.stateless},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: !a.stateless},
+			Resources: &mcp.ResourceCapabilities{ListChanged: !a.stateless, Subscribe: !a.stateless},
 			Logging:   &mcp.LoggingCapabilities{},
 		},
 		SubscribeHandler:   a.subscribe(p),

@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -14,19 +15,25 @@ import (
 // session that made it. It holds the request's context, so that what it
 // sends travels with that request (on its HTTP response stream).
 type sessionCaller struct {
-	ctx context.Context
-	ss  *mcp.ServerSession
-	id  string
+	ctx       context.Context
+	ss        *mcp.ServerSession
+	id        string
+	stateless bool // no session: requests to the client are refused
 }
 
 var _ upstream.Caller = (*sessionCaller)(nil)
 
-func newCaller(ctx context.Context, ss *mcp.ServerSession) upstream.Caller {
+func newCaller(ctx context.Context, ss *mcp.ServerSession, stateless bool) upstream.Caller {
 	if ss == nil {
 		return nil
 	}
-	return &sessionCaller{ctx: ctx, ss: ss, id: sessionKey(ss)}
+	return &sessionCaller{ctx: ctx, ss: ss, id: sessionKey(ss), stateless: stateless}
 }
+
+// errStateless is why a stateless front asks its clients nothing: the
+// go-sdk refuses requests to a client of stateless HTTP, which could not
+// answer them (its answer would be a request of its own, to any replica).
+var errStateless = errors.New("mcpmux serves stateless HTTP (--stateless), where it cannot send requests to its clients")
 
 func (c *sessionCaller) ID() string { return c.id }
 
@@ -47,6 +54,9 @@ func (c *sessionCaller) reqCtx(ctx context.Context) context.Context {
 }
 
 func (c *sessionCaller) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	if c.stateless {
+		return nil, errStateless
+	}
 	if c.capabilities().Sampling == nil {
 		return nil, fmt.Errorf("the client does not support sampling")
 	}
@@ -58,6 +68,9 @@ func (c *sessionCaller) CreateMessage(ctx context.Context, p *mcp.CreateMessageW
 // schema's defaults, so that the server got fields the user never sent.
 // Checking the answer is the server's business, as it is directly.
 func (c *sessionCaller) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if c.stateless {
+		return nil, errStateless
+	}
 	ctx, answer := withElicitAnswer(c.reqCtx(ctx))
 	res, err := c.ss.Elicit(ctx, p) // the SDK checks the client's elicitation modes
 	if answer.res != nil {
@@ -94,6 +107,9 @@ func keepElicitAnswers(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (c *sessionCaller) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+	if c.stateless {
+		return nil, errStateless
+	}
 	caps := c.capabilities()
 	if caps.RootsV2 == nil {
 		return nil, fmt.Errorf("the client does not support roots")

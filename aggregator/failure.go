@@ -77,6 +77,14 @@ func classify(ctx, cctx context.Context, err error) (failure, any) {
 	return failOther, err
 }
 
+// timeout is the limit the call ran into, for a timeout; zero otherwise.
+func (f failure) timeout(limit time.Duration) time.Duration {
+	if f.outcome != metrics.OutcomeTimeout {
+		return 0
+	}
+	return limit
+}
+
 // result is the isError result the client reads for the failure.
 func (f failure) result(e *Entry, timeout time.Duration, detail any) *mcp.CallToolResult {
 	return toolError(f.text, e.Tool, e.Server, timeout, detail)

@@ -76,7 +76,7 @@ func guard(f func(), onErr func(error)) (err error) {
 
 // request builds the upstream request context of a client request.
 func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, task string) upstream.Request {
-	r := upstream.Request{Task: task, Caller: newCaller(ctx, ss), Features: sessionFeatures(ss)}
+	r := upstream.Request{Task: task, Caller: newCaller(ctx, ss, a.stateless), Features: sessionFeatures(ss)}
 	if srv.Config().PerClient() {
 		r.Client = a.clientID(ss)
 	}
@@ -202,7 +202,13 @@ func subKey(server string, client upstream.ClientID, uri string) string {
 	return server + "\x00" + string(client) + "\x00" + uri
 }
 
+// subscribe is the profile's SubscribeHandler; nil when stateless, so
+// that the SDK neither advertises subscriptions nor accepts one whose
+// updates could never reach the client.
 func (a *Aggregator) subscribe(p *profile) func(context.Context, *mcp.SubscribeRequest) error {
+	if a.stateless {
+		return nil
+	}
 	return func(ctx context.Context, req *mcp.SubscribeRequest) error {
 		route, ok := routeURI(p.view.Load(), req.Params.URI, true)
 		if !ok {
@@ -231,6 +237,9 @@ func (a *Aggregator) subscribe(p *profile) func(context.Context, *mcp.SubscribeR
 }
 
 func (a *Aggregator) unsubscribe(p *profile) func(context.Context, *mcp.UnsubscribeRequest) error {
+	if a.stateless {
+		return nil
+	}
 	return func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 		route, ok := routeURI(p.view.Load(), req.Params.URI, true)
 		if !ok {

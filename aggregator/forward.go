@@ -26,11 +26,13 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	srv := a.pool.Get(e.Server)
 	if srv == nil {
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeUnavailable)
+		c.rec.Failed(metrics.OutcomeUnavailable, 0)
 		return decoded(toolError("Tool '%s' on server '%s' is not available: the server is no longer configured. Use another tool.", e.Tool, e.Server))
 	}
 	args, err := callArguments(c.args)
 	if err != nil {
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeBadArgs)
+		c.rec.Failed(metrics.OutcomeBadArgs, 0)
 		return decoded(toolError("Tool '%s' on server '%s' was not called: %v. Pass the arguments as a JSON object matching the tool's input schema.", e.Tool, e.Server, err))
 	}
 	settings := a.current.Load()
@@ -61,6 +63,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	if err != nil {
 		f, detail := classify(ctx, cctx, err)
 		running.Done(f.outcome)
+		c.rec.Failed(f.outcome, f.timeout(timeout))
 		a.log.Warn("tool call failed", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "error", err, "elapsed", elapsed)
 		return decoded(a.maskResult(f.result(e, timeout, detail)))
 	}

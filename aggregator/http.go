@@ -103,11 +103,18 @@ func (a *Aggregator) serveMCP(w http.ResponseWriter, r *http.Request, o *HTTPOpt
 		http.Error(w, fmt.Sprintf("404 unknown profile %q; profiles: %s (or /mcp for all tools)", name, strings.Join(known, ", ")), http.StatusNotFound)
 		return
 	}
+	opens := a.opensSession(r, body)
+	if opens && a.draining.Load() {
+		a.refuseDraining(w, body)
+		return
+	}
 	switch id := r.Header.Get(sessionIDHeader); {
+	case a.stateless:
+		// No session to track or admit: each request is served on its
+		// own, and max_connections bounds them.
 	case id != "":
 		defer a.sessions.begin(id)()
-	case r.Method == http.MethodPost:
-		// Without a session id, the SDK makes a new session.
+	case opens:
 		done, limit, ok := a.sessions.admit()
 		if !ok {
 			a.refuseSession(w, body, limit)
@@ -129,7 +136,7 @@ func (p *profile) httpHandler(a *Aggregator, o *HTTPOptions) *mcp.StreamableHTTP
 	if h := p.http.Load(); h != nil {
 		return h
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server }, &mcp.StreamableHTTPOptions{
+	opts := &mcp.StreamableHTTPOptions{
 		// a.sessions applies session_timeout instead, and limitBody
 		// max_request_bytes: both follow reloads.
 		SessionTimeout:      0,
@@ -138,7 +145,15 @@ func (p *profile) httpHandler(a *Aggregator, o *HTTPOptions) *mcp.StreamableHTTP
 		// sse.go and eventStoreBytes).
 		EventStore: a.events,
 		Logger:     logs.QuietInfo(a.log.With("component", "http", "profile", p.name)),
-	})
+	}
+	if a.stateless {
+		// No Mcp-Session-Id: every request is a session of its own, which
+		// ends with it. Nor resumption: a dropped stream's replay is a GET
+		// of its session, and any replica may get it.
+		opts.Stateless = true
+		opts.EventStore = nil
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server }, opts)
 	if p.http.CompareAndSwap(nil, h) {
 		return h
 	}
@@ -154,7 +169,8 @@ type Health struct {
 
 // Health reports whether start-up is over and each server's status. The
 // status is "starting", then "ok", or "degraded" while a server is failed
-// or restarting (mcpmux itself still serves the others).
+// or restarting (mcpmux itself still serves the others); "draining" once
+// mcpmux is shutting down (see Drain).
 func (a *Aggregator) Health() Health {
 	h := Health{Status: "ok", Servers: a.pool.Statuses()}
 	select {
@@ -168,6 +184,9 @@ func (a *Aggregator) Health() Health {
 	default:
 		h.Status = "starting"
 	}
+	if a.draining.Load() {
+		h.Status = StatusDraining
+	}
 	if h.Servers == nil {
 		h.Servers = []upstream.Status{}
 	}
@@ -175,12 +194,17 @@ func (a *Aggregator) Health() Health {
 }
 
 func (a *Aggregator) serveHealth(w http.ResponseWriter, r *http.Request) {
-	body, err := json.MarshalIndent(a.Health(), "", "  ")
+	h := a.Health()
+	body, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if h.Status == StatusDraining {
+		// Load balancers and readiness probes take the replica out.
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
 	// Errors may quote a child's stderr, which may echo a secret.
 	_, _ = io.WriteString(w, a.mask.Mask(string(body))+"\n")
 }

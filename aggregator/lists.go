@@ -27,10 +27,14 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
-				tools := a.sessionTools(ctx, p.view.Load(), r.Session)
+				v := p.view.Load()
+				tools := a.sessionTools(ctx, v, r.Session)
 				var cursor string
 				if r.Params != nil {
 					cursor = r.Params.Cursor
+				}
+				if cursor == "" {
+					a.recordCatalog(p, r, v, tools)
 				}
 				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, func(e *Entry) *mcp.Tool { return e.Def })
 				if err != nil {

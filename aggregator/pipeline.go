@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/rewrite"
 )
@@ -22,16 +23,19 @@ import (
 //  1. route: the name to the entry of the profile's view; a name the view
 //     does not list is blacklisted, auto-corrected, ambiguous or unknown
 //  2. rules before: a rewrite rule may refuse the call
-//  3. run: a meta tool answers itself; any other call goes to its server
-//     (forward.go: arguments, timeout, max_concurrency, metrics, errors as
-//     results, masking, max_result_bytes)
+//  3. run: a meta tool answers itself; a replay answers from the journal
+//     (journal.go); any other call goes to its server (forward.go:
+//     arguments, timeout, max_concurrency, metrics, errors as results,
+//     masking, max_result_bytes)
 //  4. unknown-tool retry: a server that says it does not know the tool
 //     hands the call to the one other server that has it
 //  5. rules after: redact, fallback (a fallback is a new call through this
 //     pipeline)
 //
 // It always returns a result: what goes wrong is an isError result whose
-// text says what happened and what to do, never a JSON-RPC error.
+// text says what happened and what to do, never a JSON-RPC error. Each
+// step notes what it decided on the call's journal record (c.rec), which
+// clientCall writes when the client's call ends.
 
 // toolCall is one tool call on its way through the pipeline.
 type toolCall struct {
@@ -40,7 +44,8 @@ type toolCall struct {
 	meta    mcp.Meta        // the request's _meta
 	session *mcp.ServerSession
 	extra   *mcp.RequestExtra
-	task    string // the caller's task (taskOf)
+	task    string        // the caller's task (taskOf)
+	rec     *journal.Call // the journal's record of the client's call; nil without a journal
 }
 
 // newToolCall describes a client's tools/call request.
@@ -58,6 +63,7 @@ func (a *Aggregator) newToolCall(req *mcp.CallToolRequest) *toolCall {
 func (c *toolCall) derive(name string, args json.RawMessage) *toolCall {
 	d := *c
 	d.name, d.args = name, args
+	d.rec = c.rec.Derived()
 	return &d
 }
 
@@ -68,7 +74,7 @@ func (a *Aggregator) callMiddleware(p *profile) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
-				return a.callTool(ctx, p, a.newToolCall(r)).wire(), nil
+				return a.clientCall(ctx, p, r).wire(), nil
 			}
 			return next(ctx, method, req)
 		}
@@ -80,7 +86,7 @@ func (a *Aggregator) callMiddleware(p *profile) mcp.Middleware {
 // reach it anyway, it takes the same pipeline.
 func (a *Aggregator) toolHandler(p *profile) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return a.callTool(ctx, p, a.newToolCall(req)).typed(), nil
+		return a.clientCall(ctx, p, req).typed(), nil
 	}
 }
 
@@ -92,6 +98,7 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	if answer != nil {
 		return decoded(answer)
 	}
+	c.rec.Routed(e.Server, fix.exposedName(e))
 	// 2. Rules before.
 	rules := a.current.Load().Rules()
 	rc, env := a.ruleCall(p, c, e)
@@ -124,7 +131,7 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		return nil, nil, toolError("Unknown tool '%s': no server of this client has a tool of that name (the name has %d bytes, longer than any tool's). Check the names in the tool list and try again.", quoteName(name), len(name))
 	}
 	if e := v.hidden[name]; e != nil {
-		return nil, nil, a.blacklisted(name, e)
+		return nil, nil, a.blacklisted(c, e)
 	}
 	server, known, tool, candidates := a.lookup(v, name)
 	switch len(candidates) {
@@ -135,7 +142,7 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		return e, &correction{server: server, known: known, tool: tool, chosen: e.Server}, nil
 	case 0:
 		if e := a.hiddenByTool(v, tool); e != nil {
-			return nil, nil, a.blacklisted(name, e)
+			return nil, nil, a.blacklisted(c, e)
 		}
 		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
 		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", quoteName(name))
@@ -155,10 +162,12 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 }
 
 // blacklisted answers a call of a tool the profile's blacklist hides.
-func (a *Aggregator) blacklisted(name string, e *Entry) *mcp.CallToolResult {
+func (a *Aggregator) blacklisted(c *toolCall, e *Entry) *mcp.CallToolResult {
 	a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
 	a.metrics.RuleHit(metrics.RuleRefused, blacklistRule)
-	return toolError("Tool '%s' (tool '%s' of server '%s') is disabled for this client by the tool blacklist and cannot be called. Use another tool.", name, e.Tool, e.Server)
+	c.rec.Routed(e.Server, "")
+	c.rec.Hit(blacklistRule, rewrite.ActionRefused)
+	return toolError("Tool '%s' (tool '%s' of server '%s') is disabled for this client by the tool blacklist and cannot be called. Use another tool.", c.name, e.Tool, e.Server)
 }
 
 // correction is what auto-correction changed about a call.
@@ -167,6 +176,15 @@ type correction struct {
 	known  bool   // whether that server is one of the profile's
 	tool   string // the tool part
 	chosen string // the server the call went to
+}
+
+// exposedName is the name auto-correction chose, e's; "" for a nil
+// correction (the name called was e's).
+func (fix *correction) exposedName(e *Entry) string {
+	if fix == nil {
+		return ""
+	}
+	return e.Name
 }
 
 // annotate puts the correction's note in front of the result; the wording
@@ -199,9 +217,16 @@ func (fix *correction) annotate(r *result) *result {
 // fallbacks, which are new calls of the same caller through this pipeline.
 func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call, *rewrite.Env) {
 	rc := &rewrite.Call{Name: e.Name, Server: e.Server, Tool: e.Tool, Args: c.args, Session: sessionID(c.session), Task: c.task}
+	onHit := a.RuleHit
+	if c.rec != nil {
+		onHit = func(action, rule string) {
+			a.RuleHit(action, rule)
+			c.rec.Hit(rule, action)
+		}
+	}
 	env := &rewrite.Env{
 		Log:   a.log,
-		OnHit: a.RuleHit,
+		OnHit: onHit,
 		Call: func(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
 			return a.callTool(ctx, p, c.derive(name, args)).typed()
 		},
@@ -209,13 +234,20 @@ func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call,
 	return rc, env
 }
 
-// run answers a call routed to e: a meta tool itself, any other tool's
-// server (forward).
+// run answers a call routed to e: a meta tool itself, a replay from its
+// journal, any other tool's server (forward).
 func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry) *result {
 	if e.meta != nil {
 		return e.meta(a, ctx, p, c)
 	}
-	return a.forward(ctx, c, e)
+	if res := a.replayed(c, e); res != nil {
+		return res
+	}
+	res := a.forward(ctx, c, e)
+	if c.rec != nil {
+		c.rec.Answered(e.Name, c.args, res.journaled(), false)
+	}
+	return res
 }
 
 // retryElsewhere hands a call to the one other server of the profile that
@@ -237,10 +269,11 @@ func (a *Aggregator) retryElsewhere(ctx context.Context, p *profile, c *toolCall
 	}
 	a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(c.session), "requested", e.Name, "chosen", alt[0].Name)
 	a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
-	res2 := a.forward(ctx, c, alt[0])
+	res2 := a.run(ctx, p, c, alt[0])
 	if res2.isError() {
 		return res
 	}
+	c.rec.Routed(alt[0].Server, alt[0].Name)
 	rewrite.PrependNote(res2.typed(), fmt.Sprintf("[Auto-corrected: Server '%s' does not know tool '%s', but it was found only in server '%s', so automatically used '%s' instead] ", e.Server, e.Tool, alt[0].Server, alt[0].Server))
 	return res2
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mcpmux/mcpmux/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -68,12 +69,12 @@ func (r *result) wire() mcp.Result {
 	return &rawResult{raw: r.raw}
 }
 
-// JSON is the result as the client gets it.
-func (r *result) JSON() (json.RawMessage, error) {
+// journaled is the result as the client gets it, for the journal.
+func (r *result) journaled() json.RawMessage {
 	if r.res == nil {
-		return r.raw, nil
+		return r.raw
 	}
-	return json.Marshal(r.res)
+	return journal.EncodeResult(r.res)
 }
 
 // rawResult is a server's result handed to the SDK to send as it is.

@@ -44,6 +44,8 @@ var sections = []section{
 	{"lookup", lookup},
 	{"reload", reload},
 	{"limits", limits},
+	{"replicas", replicas},
+	{"journal", journalCost},
 }
 
 func main() {

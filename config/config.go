@@ -243,6 +243,11 @@ type Settings struct {
 	// to be accepted. Read at start. Zero means half the open-file limit,
 	// at most 4096 (see DefaultMaxConnections).
 	MaxConnections int `koanf:"max_connections"`
+	// Stateless serves Streamable HTTP without sessions, as --stateless
+	// does: any replica can answer any request, and servers that need a
+	// session (session: per-client) are refused (see Options.Stateless).
+	// Read at start; stdio ignores it.
+	Stateless bool `koanf:"stateless"`
 
 	// ToolBlacklist holds [server, tool] pairs hidden from every profile.
 	ToolBlacklist [][]string          `koanf:"tool_blacklist"`
@@ -254,6 +259,13 @@ type Settings struct {
 	// mcpmux<separator><name>: MetaToolStatus, MetaToolFindTools,
 	// MetaToolCallTool.
 	MetaTools []string `koanf:"meta_tools"`
+
+	// Journal writes every tool call to a JSON Lines file per task; nil
+	// means no journal (see journal.go).
+	Journal *Journal `koanf:"journal"`
+	// Replay answers calls from a journal instead of the servers; nil
+	// means every call goes to its server.
+	Replay *Replay `koanf:"replay"`
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
@@ -325,6 +337,7 @@ func (s *Settings) normalize() {
 	if s.RequestBodyTimeout == 0 {
 		s.RequestBodyTimeout = DefaultRequestBodyTimeout
 	}
+	s.normalizeRecording()
 }
 
 var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
@@ -376,6 +389,9 @@ func (s *Settings) Validate() error {
 		if err := validatePairs(p.ToolBlacklist); err != nil {
 			return fieldErr("profiles."+name+".tool_blacklist", err)
 		}
+	}
+	if err := s.validateRecording(); err != nil {
+		return err
 	}
 	return s.validateSecurity()
 }

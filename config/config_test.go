@@ -316,3 +316,45 @@ func TestSettingsValidation(t *testing.T) {
 		}
 	}
 }
+
+// What the loader checks of journal and replay beyond the schema: sizes,
+// and a journal that would append to the journal it replays.
+func TestRecordingSettings(t *testing.T) {
+	for doc, want := range map[string]string{
+		"journal: {dir: j, max_bytes: 10}\n":                 "journal.max_bytes: 10B is too small",
+		"journal: {dir: runs}\nreplay: {from: ./runs/}\n":    `replay.from: "./runs/" is also journal.dir`,
+		"replay: {from: r, catalog: recorded, miss: call}\n": `replay.miss: "call" needs the servers`,
+		"replay: {from: r, miss: later}\n":                   `replay.miss: unknown value "later" (error, call)`,
+		"journal: {max_bytes: 1MiB}\n":                       "journal.dir: missing",
+	} {
+		_, ferr := ParseSettings("mcpmux.yaml", []byte(doc), env(nil))
+		if ferr == nil || !strings.Contains(ferr.Error(), want) {
+			t.Errorf("%s: got %v, want an error with %q", doc, ferr, want)
+		}
+	}
+	s, ferr := ParseSettings("mcpmux.yaml", []byte("journal: {dir: j}\nreplay: {from: r}\n"), env(nil))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if s.Journal.MaxBytes != DefaultJournalMaxBytes || s.Replay.Miss != ReplayMissError || s.Replay.Catalog != ReplayCatalogLive || s.ReplaysCatalog() {
+		t.Errorf("defaults: journal %+v, replay %+v", s.Journal, s.Replay)
+	}
+}
+
+// Both directories are relative to the config directory.
+func TestRecordingDirsAreRelativeToTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, SettingsFile), []byte("journal: {dir: runs/today}\nreplay: {from: /abs/yesterday, catalog: recorded}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Load(dir, &Options{Lookup: env(nil)})
+	if err != nil || len(snap.Errors) > 0 {
+		t.Fatal(err, snap.Errors)
+	}
+	if got := snap.Settings.Journal.Dir; got != filepath.Join(dir, "runs/today") {
+		t.Errorf("journal.dir = %q", got)
+	}
+	if got := snap.Settings.Replay.From; got != "/abs/yesterday" || !snap.Settings.ReplaysCatalog() {
+		t.Errorf("replay = %+v", snap.Settings.Replay)
+	}
+}

@@ -32,6 +32,10 @@ const ToolDir = "tool"
 type Options struct {
 	// Lookup resolves ${...} references; nil means os.LookupEnv.
 	Lookup LookupFunc
+	// Stateless refuses the servers that need client sessions: set by a
+	// front that serves without sessions (mcpmux --http --stateless, or
+	// stateless: true in mcpmux.yaml), whatever a later mcpmux.yaml says.
+	Stateless bool
 }
 
 // Load reads the config directory dir. It fails only when dir itself cannot
@@ -60,9 +64,12 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 			if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
 				s.TokenFile = filepath.Join(dir, s.TokenFile)
 			}
+			s.resolveRecordingDirs(dir)
 			snap.Settings = s
 		}
 	}
+
+	stateless := opts != nil && opts.Stateless
 
 	files, err := toolFiles(filepath.Join(dir, ToolDir))
 	if err != nil {
@@ -88,6 +95,10 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 			continue
 		}
 		byName[srv.Name] = srv
+		if stateless && srv.PerClient() {
+			snap.Errors = append(snap.Errors, statelessError(path, data))
+			continue
+		}
 		if srv.Cwd != "" && !filepath.IsAbs(srv.Cwd) {
 			srv.Cwd = filepath.Join(dir, srv.Cwd)
 		}
@@ -395,4 +406,14 @@ func yamlErrorLine(err error) int {
 func trimYAMLError(err error) string {
 	s := strings.TrimPrefix(err.Error(), "yaml: ")
 	return yamlLineRE.ReplaceAllString(strings.TrimPrefix(s, "unmarshal errors:\n  "), "line $1")
+}
+
+// statelessError is the error of a per-client server in stateless mode: a
+// per-client server gives each client session its own connection (a
+// browser each), and without sessions every request would be a new client
+// that starts one and leaves it at once.
+func statelessError(path string, data []byte) *FileError {
+	return &FileError{File: path, Line: lineOfKey(data, "session"), Err: errors.New(
+		"session: per-client (the default for a server named playwright) needs client sessions, and mcpmux serves stateless HTTP (--stateless or stateless: true in mcpmux.yaml), where every request is a client of its own: " +
+			"set session: shared (one connection for all clients), or serve with sessions behind a load balancer that keeps each session on its replica (docs/scaling.md)")}
 }

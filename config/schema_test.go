@@ -100,6 +100,8 @@ func TestSchemaMatchesStructs(t *testing.T) {
 		{reflect.TypeFor[Profile](), settings, sub(settings, "$defs", "profile")},
 		{reflect.TypeFor[Rule](), settings, sub(settings, "$defs", "rule")},
 		{reflect.TypeFor[Fallback](), settings, sub(settings, "$defs", "fallback")},
+		{reflect.TypeFor[Journal](), settings, sub(settings, "properties", "journal")},
+		{reflect.TypeFor[Replay](), settings, sub(settings, "properties", "replay")},
 	} {
 		name := c.typ.Name()
 		if c.object == nil {
@@ -315,6 +317,17 @@ rewrite:
 	{doc: "rewrite: [{name: x, fallback: {tool: t, arg: {}}}]\n"},
 	{doc: "rewrite: [{name: x, redact: \"yes\"}]\n"},
 	{doc: "meta_tools: [status, find_tools, call_tool]\n", valid: true},
+	{doc: "journal: {dir: runs/journal}\n", valid: true},
+	{doc: "journal: {dir: /var/log/mcpmux, max_bytes: 10MiB}\nreplay: {from: runs/yesterday, miss: call}\n", valid: true},
+	{doc: "replay: {from: runs/yesterday, catalog: recorded}\n", valid: true},
+	{doc: "replay: {from: runs/yesterday, miss: error, catalog: live}\n", valid: true},
+	{doc: "journal: {}\n"},
+	{doc: "journal: {dir: j, max_byte: 10MiB}\n"},
+	{doc: "journal: runs\n"},
+	{doc: "replay: {miss: error}\n"},
+	{doc: "replay: {from: r, miss: skip}\n"},
+	{doc: "replay: {from: r, catalog: cached}\n"},
+	{doc: "replay: {from: r, catalog: recorded, miss: call}\n"},
 	{doc: "meta_tools: [stats]\n"},
 	{doc: "meta_tools: [status, status]\n"},
 	{doc: "meta_tools: status\n"},

@@ -31,10 +31,12 @@ const (
 	OutcomeRejected    = "rejected"    // the server answered with a JSON-RPC error
 	OutcomeFailed      = "failed"      // any other failure of the upstream call
 	OutcomeBadArgs     = "bad_arguments"
-	OutcomeAtLimit     = "at_limit"  // a per-client server at max_clients had no connection for the caller
-	OutcomeRefused     = "refused"   // refused before the call: blacklist or a rewrite rule
-	OutcomeUnknown     = "unknown"   // no tool of that name (server and tool labels empty)
-	OutcomeAmbiguous   = "ambiguous" // several tools of that name (labels empty)
+	OutcomeAtLimit     = "at_limit"     // a per-client server at max_clients had no connection for the caller
+	OutcomeRefused     = "refused"      // refused before the call: blacklist or a rewrite rule
+	OutcomeUnknown     = "unknown"      // no tool of that name (server and tool labels empty)
+	OutcomeAmbiguous   = "ambiguous"    // several tools of that name (labels empty)
+	OutcomeReplayed    = "replayed"     // answered from the replayed journal (replay in mcpmux.yaml)
+	OutcomeNotRecorded = "not_recorded" // replay found no recorded answer, and miss: error answered it
 )
 
 // Kinds of rule hits, the kind label of mcpmux_rule_hits_total.
@@ -70,6 +72,7 @@ type Metrics struct {
 	refused  prometheus.Counter
 	reloads  *prometheus.CounterVec
 	rules    *prometheus.CounterVec
+	journal  prometheus.Counter
 }
 
 // callBuckets span what tool calls take: a local lookup in milliseconds to
@@ -118,8 +121,12 @@ func New(opts *Options) *Metrics {
 			Name: "mcpmux_rule_hits_total",
 			Help: "Calls a rule acted on, by kind (refused, corrected, fallback) and rule name.",
 		}, []string{"kind", "rule"}),
+		journal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcpmux_journal_write_errors_total",
+			Help: "Journal lines (journal in mcpmux.yaml) that could not be written: disk full, no permission, ... The calls themselves were answered.",
+		}),
 	}
-	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.sessions, m.opened, m.refused, m.reloads, m.rules,
+	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.sessions, m.opened, m.refused, m.reloads, m.rules, m.journal,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Servers != nil {
@@ -189,6 +196,14 @@ func (m *Metrics) RuleHit(kind, rule string) {
 		return
 	}
 	m.rules.WithLabelValues(kind, rule).Inc()
+}
+
+// JournalLineLost records a journal line that could not be written.
+func (m *Metrics) JournalLineLost() {
+	if m == nil {
+		return
+	}
+	m.journal.Inc()
 }
 
 // Reload records a config reload's result (ReloadApplied, ...).
