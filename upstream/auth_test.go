@@ -219,5 +219,3 @@ func TestClientCredentials(t *testing.T) {
 		t.Fatalf("wrong secret: %+v, want failed with invalid_client", st)
 	}
 }
-
-
