@@ -69,7 +69,6 @@ type entry struct {
 	stamp  stamp  // of the file rec was read from; zero: no file
 	broken error  // the file could not be read or parsed
 	dead   string // why the tokens cannot be refreshed (refused); cleared by a new file
-	forced string // the access token the last refresh forced by a 401 gave
 }
 
 // load returns the current record, re-reading the file if it changed.
@@ -83,7 +82,7 @@ func (e *entry) load() *record {
 		return nil // still no file
 	}
 	rec, st, err := e.store.read(e.name)
-	e.rec, e.stamp, e.broken, e.dead, e.forced = rec, st, err, "", ""
+	e.rec, e.stamp, e.broken, e.dead = rec, st, err, ""
 	if err != nil {
 		e.store.log.Warn("cannot read stored OAuth tokens", "server", e.name, "error", err)
 	}
@@ -133,7 +132,9 @@ func (e *entry) token(url string) (*oauth2.Token, error) {
 // retry is called for a 401 answer to a request that carried the access
 // token rejected ("" for none). It reports whether sending the request
 // again may succeed: the current token is another one by now, or a
-// refresh got a new one.
+// refresh got a new one. The transport retries a request once: a server
+// that refuses even fresh tokens fails the connection, and the
+// supervisor's backoff bounds the refreshes that costs.
 func (e *entry) retry(url, rejected string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -147,18 +148,8 @@ func (e *entry) retry(url, rejected string) bool {
 	if rec.Token.RefreshToken == "" || e.dead != "" {
 		return false
 	}
-	if rejected == e.forced {
-		// A token just refreshed because of a 401 is refused too: the
-		// server no longer accepts this grant at all.
-		e.dead = "the server refuses even freshly refreshed access tokens"
-		return false
-	}
 	next, err := e.refresh(rec)
-	if err != nil || next == nil {
-		return false
-	}
-	e.forced = next.Token.AccessToken
-	return true
+	return err == nil && next != nil
 }
 
 // refresh spends rec's refresh token on a new access token, holding the
