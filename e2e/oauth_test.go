@@ -116,11 +116,32 @@ func TestOAuthRemoteServer(t *testing.T) {
 		t.Errorf("check: exit %d\n%s", code, stdout)
 	}
 
-	// Logging in again brings it back without a restart.
-	loginHeadless(t, dir, env, as)
+	// Logging in again brings it back without a restart; this time
+	// mcpmux opens "the browser" ($BROWSER) itself.
+	browser := filepath.Join(t.TempDir(), "browser")
+	script := "#!/bin/sh\nexec " + filepath.Join(nodeBin, "node") + ` -e 'fetch(process.argv[1]).then(r => process.exit(r.ok ? 0 : 1))' "$1"` + "\n"
+	if err := os.WriteFile(browser, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, stderr, code := runMcpmuxEnv(t, append([]string{"BROWSER=" + browser}, env...), "login", "notes", "--config", dir); code != 0 {
+		t.Fatalf("login with a browser: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	waitServerState(t, p, "notes", "up")
 	if res := callTool(t, cs, "notes__list_notes", nil); res.IsError {
 		t.Fatalf("call after the second login = %q", resultText(res))
+	}
+
+	// A reload that changes the server keeps its tokens: no login.
+	logins := as.Grants("authorization_code")
+	if err := os.WriteFile(filepath.Join(dir, "tool/notes.yaml"), []byte("url: "+notesURL+"\nauth: oauth\ntimeout: 5m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.logs.waitFor(t, regexp.MustCompile(`msg="config reloaded" [^\n]*restarted=\[notes\]`))
+	if res := callTool(t, cs, "notes__list_notes", nil); res.IsError {
+		t.Fatalf("call after a reload = %q", resultText(res))
+	}
+	if n := as.Grants("authorization_code"); n != logins {
+		t.Errorf("the reload cost a login (%d → %d)", logins, n)
 	}
 
 	// The tokens: 0600, in the state directory, never in the log.
@@ -146,6 +167,14 @@ func TestOAuthRemoteServer(t *testing.T) {
 		}
 	}
 
+	// Removing the server keeps its tokens, until logout.
+	if err := os.Remove(filepath.Join(dir, "tool/notes.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	p.logs.waitFor(t, regexp.MustCompile(`msg="config reloaded" [^\n]*removed=\[notes\]`))
+	if _, err := os.Stat(tokenFile); err != nil {
+		t.Errorf("token file after removing the server: %v", err)
+	}
 	if stdout, _, code := runMcpmuxEnv(t, env, "logout", "notes", "--config", dir); code != 0 || !strings.Contains(stdout, "Removed the tokens of notes") {
 		t.Errorf("logout: exit %d: %s", code, stdout)
 	}
