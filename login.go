@@ -88,7 +88,11 @@ func loginCmd(args []string, stdout, stderr io.Writer) int {
 	pool.Close(context.Background(), time.Second)
 	switch {
 	case st.State == upstream.StateUp:
-		fmt.Fprintf(stdout, "Logged in to %s: %d tools. The tokens are in %s; a running mcpmux uses them within a second.\n", name, st.Tools, store.Path(name))
+		tools := "tools"
+		if st.Tools == 1 {
+			tools = "tool"
+		}
+		fmt.Fprintf(stdout, "Logged in to %s (%d %s). The tokens are in %s; a running mcpmux uses them within a second.\n", name, st.Tools, tools, store.Path(name))
 		return 0
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "mcpmux login: interrupted; nothing was stored")

@@ -75,7 +75,7 @@ func TestOAuthRemoteServer(t *testing.T) {
 
 	// The login, headless: the test is the person with the browser.
 	out := loginHeadless(t, dir, env, as)
-	if !strings.Contains(out, "Logged in to notes: 1 tools.") {
+	if !strings.Contains(out, "Logged in to notes (1 tool).") {
 		t.Errorf("login output:\n%s", out)
 	}
 	waitServerState(t, p, "notes", "up") // the running mcpmux picked the tokens up

@@ -276,12 +276,16 @@ func (s *Store) write(server string, rec *record) (stamp, error) {
 func (s *Store) lockPath(server string) string { return filepath.Join(s.dir, server+".lock") }
 
 // lock takes the exclusive lock on server's tokens, across processes; the
-// returned func releases it.
+// returned func releases it. A directory mcpmux cannot write (a read-only
+// mount of a token file) has no lock to take: there is no other writer.
 func (s *Store) lock(server string) (func(), error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(s.lockPath(server), os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
+		return func() {}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
