@@ -219,3 +219,37 @@ func TestClientCredentials(t *testing.T) {
 		t.Fatalf("wrong secret: %+v, want failed with invalid_client", st)
 	}
 }
+
+func TestOAuthPerClient(t *testing.T) {
+	f := newOAuthFixture(t, oauthtest.Options{})
+	store := oauth.NewStore(t.TempDir(), nil)
+	cfg := f.config(t, "oauth\nsession: per-client")
+	oauthPool(t, store, cfg, true)
+	s := oauthPool(t, store, cfg, false)
+	client := func(id string) CallParams {
+		p := callParams("whoami")
+		p.Client = ClientID(id)
+		return p
+	}
+	ctx := context.Background()
+	if _, err := s.CallTool(ctx, client("a")); err != nil {
+		t.Fatalf("client a: %v", err)
+	}
+	f.as.RevokeAll()
+	if _, err := s.CallTool(ctx, client("a")); asNeedsLogin(err) == nil {
+		t.Fatalf("client a after revocation: %v, want needs login", err)
+	}
+	if _, err := s.CallTool(ctx, client("b")); asNeedsLogin(err) == nil {
+		t.Fatalf("a new client after revocation: %v, want needs login", err)
+	}
+	if st := s.Status(); st.State != StateNeedsLogin {
+		t.Fatalf("status %+v", st)
+	}
+	oauthPool(t, store, cfg, true) // logged in again
+	if _, err := s.CallTool(ctx, client("b")); err != nil {
+		t.Fatalf("client b after the login: %v", err)
+	}
+	if st := s.Status(); st.State != StateUp {
+		t.Errorf("status after the login %+v", st)
+	}
+}
