@@ -131,14 +131,22 @@ func (h *codeHandler) Authorize(ctx context.Context, req *http.Request, resp *ht
 		return sdk.Authorize(ctx, req, resp)
 	}
 	discard(resp)
-	reason := h.entry.why(h.srv.URL)
 	if resp.StatusCode == http.StatusForbidden {
-		reason = "the server asks for more access than the stored tokens grant"
+		// Step-up: a login asks for what the server names now only if
+		// the tool file says so, as the login itself never makes the
+		// call that needs it.
+		nl := &NeedsLoginError{Server: h.srv.Name, Reason: "the server asks for more access than the stored tokens grant"}
 		if sc := challengeScope(challenges); sc != "" {
-			reason += fmt.Sprintf(" (scope %q)", sc)
+			file := h.srv.File
+			if file == "" {
+				file = "its tool file"
+			}
+			nl.Reason += fmt.Sprintf(" (scope %q)", sc)
+			nl.Remedy = fmt.Sprintf("list those scopes in auth.scopes of %s, then run \"mcpmux login %s\"", file, h.srv.Name)
 		}
+		return nl
 	}
-	return &NeedsLoginError{Server: h.srv.Name, Reason: reason}
+	return &NeedsLoginError{Server: h.srv.Name, Reason: h.entry.why(h.srv.URL)}
 }
 
 // sdkHandler returns the go-sdk's authorization code handler of a login,

@@ -387,3 +387,34 @@ func TestReceiver(t *testing.T) {
 		t.Errorf("wait: %+v, %v", res, err)
 	}
 }
+
+// A server that asks for more scope than was granted (step-up) needs a
+// login with that scope, which only the tool file can ask for: a login
+// never makes the call that needs it.
+func TestStepUpNeedsScopesInTheToolFile(t *testing.T) {
+	cfg := serverConfig(t, "https://notes.example/mcp", "oauth")
+	cfg.File = "/config/tool/notes.yaml"
+	h, err := NewHandler(cfg, NewStore(t.TempDir(), nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, cfg.URL, nil)
+	resp := &http.Response{StatusCode: http.StatusForbidden, Body: http.NoBody, Header: http.Header{
+		"Www-Authenticate": {`Bearer error="insufficient_scope", scope="notes:read notes:write"`},
+	}}
+	var nl *NeedsLoginError
+	if err := h.Authorize(context.Background(), req, resp); !errors.As(err, &nl) {
+		t.Fatalf("Authorize: %v, want a NeedsLoginError", err)
+	}
+	want := `needs login: the server asks for more access than the stored tokens grant (scope "notes:read notes:write"); list those scopes in auth.scopes of /config/tool/notes.yaml, then run "mcpmux login p"`
+	if nl.Error() != want {
+		t.Errorf("error %q\nwant  %q", nl.Error(), want)
+	}
+	// Forbidden for another reason: nothing to log in for; the retry
+	// reports the 403.
+	resp.Header.Set("Www-Authenticate", `Bearer error="invalid_request"`)
+	resp.Body = http.NoBody
+	if err := h.Authorize(context.Background(), req, resp); err != nil {
+		t.Errorf("a 403 that is not about scope: %v", err)
+	}
+}
