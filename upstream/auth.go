@@ -9,6 +9,11 @@ import (
 	"github.com/mcpmux/mcpmux/oauth"
 )
 
+// StateNeedsLogin is the state of a server with auth: whose tokens are
+// missing, expired beyond refresh or revoked: it waits for `mcpmux login`
+// (see awaitLogin).
+const StateNeedsLogin State = "needs login"
+
 // NeedsLoginError is why a server with auth: cannot be used until someone
 // authorizes mcpmux again (see package oauth); calls get it inside an
 // *UnavailableError.
@@ -38,6 +43,14 @@ func (s *Server) authHandler() (oauth.Handler, error) {
 		}
 	})
 	return s.auth, s.authErr
+}
+
+// closeAuth releases the OAuth handler, once the server has stopped.
+func (s *Server) closeAuth() {
+	s.authOnce.Do(func() {}) // waits for a handler being made
+	if s.auth != nil {
+		_ = s.auth.Close()
+	}
 }
 
 // awaitLogin puts the server in StateNeedsLogin for err and waits until

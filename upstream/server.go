@@ -35,12 +35,11 @@ import (
 type State string
 
 const (
-	StateStarting   State = "starting"    // first connection attempt running
-	StateUp         State = "up"          // connected (per-client: able to connect)
-	StateRestarting State = "restarting"  // connection lost or failed; reconnecting
-	StateFailed     State = "failed"      // last attempt failed; retrying after a backoff
-	StateNeedsLogin State = "needs login" // its OAuth tokens are missing or revoked; waiting for `mcpmux login`
-	StateStopped    State = "stopped"     // removed or shut down
+	StateStarting   State = "starting"   // first connection attempt running
+	StateUp         State = "up"         // connected (per-client: able to connect)
+	StateRestarting State = "restarting" // connection lost or failed; reconnecting
+	StateFailed     State = "failed"     // last attempt failed; retrying after a backoff
+	StateStopped    State = "stopped"    // removed or shut down
 )
 
 // Options configure a Pool and its servers. Every field is optional.
@@ -925,9 +924,7 @@ func (s *Server) stop(ctx context.Context, drain time.Duration, reason error) {
 	}
 	wg.Wait()
 	<-s.done
-	if s.auth != nil {
-		_ = s.auth.Close()
-	}
+	s.closeAuth()
 }
 
 // MaxCallTimeout is the longest call deadline of any of the server's tools.
