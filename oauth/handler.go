@@ -218,8 +218,15 @@ func (h *codeHandler) keep(_ context.Context, c *oauth2.Config, tok *oauth2.Toke
 		ClientID: c.ClientID, ClientSecret: c.ClientSecret,
 		Scopes: c.Scopes, Token: tok, Obtained: time.Now(),
 	}
+	// Under the file's lock: a serving mcpmux refreshing the old tokens
+	// meanwhile must not write them over these.
+	unlock, err := h.entry.store.lock(h.srv.Name)
+	if err != nil {
+		return nil, fmt.Errorf("locking the tokens of %s: %w", h.srv.Name, err)
+	}
+	defer unlock()
 	h.entry.mu.Lock()
-	err := h.entry.save(rec)
+	err = h.entry.save(rec)
 	h.entry.mu.Unlock()
 	if err != nil {
 		return nil, err

@@ -164,11 +164,11 @@ func (e *entry) refresh(rec *record) (*record, error) {
 	}
 	defer unlock()
 	if cur := e.load(); cur != rec {
-		if cur != nil && cur.URL == rec.URL && cur.fresh(time.Now()) {
+		switch {
+		case cur == nil || cur.URL != rec.URL || cur.Token == nil:
+			return nil, nil // logged out, or logged in elsewhere
+		case cur.fresh(time.Now()):
 			return cur, nil
-		}
-		if cur == nil {
-			return nil, nil
 		}
 		rec = cur
 	}
