@@ -253,3 +253,35 @@ func TestOAuthPerClient(t *testing.T) {
 		t.Errorf("status after the login %+v", st)
 	}
 }
+
+// A legacy SSE server behind OAuth (type: sse) is authorized by the same
+// handler, through authTransport.
+func TestOAuthLegacySSE(t *testing.T) {
+	as := oauthtest.NewServer(t, oauthtest.Options{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sse"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "whoami", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "authorized"}}}, nil
+		})
+	rs := httptest.NewServer(as.Protect("/mcp", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
+	t.Cleanup(rs.Close)
+	cfg, ferr := config.ParseServer("p.yaml", []byte("name: p\ntype: sse\nurl: "+rs.URL+"/mcp\nauth: oauth\n"), nil)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	store := oauth.NewStore(t.TempDir(), nil)
+	if st := oauthPool(t, store, cfg, true).Status(); st.State != StateUp || st.Transport != "sse" {
+		t.Fatalf("login over SSE: %+v", st)
+	}
+	s := oauthPool(t, store, cfg, false)
+	if text, err := call(t, s); err != nil || text != "authorized" {
+		t.Fatalf("call over SSE: %q, %v", text, err)
+	}
+	as.ExpireAccessTokens()
+	if _, err := call(t, s); err != nil {
+		t.Fatalf("call over SSE after expiry: %v", err)
+	}
+	if n := as.Grants("refresh_token"); n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+}
