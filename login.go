@@ -98,6 +98,9 @@ func loginCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpmux login: interrupted; nothing was stored")
 	default:
 		fmt.Fprintf(stderr, "mcpmux login: %s: %s\n", name, logs.MaskerOf(log).Mask(st.Error))
+		if strings.Contains(st.Error, "registration") && srv.Auth.ClientID == "" {
+			fmt.Fprintf(stderr, "If the authorization server does not register clients by itself, register mcpmux with it (redirect URI http://127.0.0.1:PORT/callback) and set auth.client_id and auth.redirect_port in %s.\n", srv.File)
+		}
 	}
 	return 1
 }
