@@ -2,10 +2,16 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/oauthtest"
 )
 
 // The successful login, through the built binary and a real
@@ -59,5 +65,28 @@ func TestLoginAndLogoutRefusals(t *testing.T) {
 	t.Setenv("MCPMUX_STATE_DIR", filepath.Join(dir, "state"))
 	if code, out := mcpmux("login", "notes"); code != 1 || !strings.Contains(out, "is inside the config directory") {
 		t.Errorf("login with the state directory in the config directory: exit %d\n%s", code, out)
+	}
+}
+
+// An authorization server that registers no clients: the login fails and
+// says how to use a pre-registered client.
+func TestLoginWithoutRegistrationSaysWhatToDo(t *testing.T) {
+	as := oauthtest.NewServer(t, oauthtest.Options{NoRegistration: true})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notes"}, nil)
+	rs := httptest.NewServer(as.Protect("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
+	t.Cleanup(rs.Close)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tool", "notes.yaml"), []byte("url: "+rs.URL+"/mcp\nauth: oauth\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MCPMUX_STATE_DIR", t.TempDir())
+	var out, errb bytes.Buffer
+	code := run([]string{"login", "notes", "--config", dir, "--no-browser", "--timeout", "20s"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "no configured client registration methods") ||
+		!strings.Contains(errb.String(), "set auth.client_id and auth.redirect_port in "+filepath.Join(dir, "tool", "notes.yaml")) {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 }

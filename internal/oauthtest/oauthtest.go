@@ -40,6 +40,9 @@ type Options struct {
 	// Scopes the server supports and grants; none means scopes are not
 	// used.
 	Scopes []string
+	// NoRegistration leaves dynamic client registration out: only
+	// pre-registered clients can log in.
+	NoRegistration bool
 }
 
 // Server is the authorization server.
@@ -93,11 +96,15 @@ func NewServer(t testing.TB, opts Options) *Server {
 }
 
 func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
+	registration := s.URL + "/register"
+	if s.opts.NoRegistration {
+		registration = ""
+	}
 	writeJSON(w, http.StatusOK, &oauthex.AuthServerMeta{
 		Issuer:                            s.URL,
 		AuthorizationEndpoint:             s.URL + "/authorize",
 		TokenEndpoint:                     s.URL + "/token",
-		RegistrationEndpoint:              s.URL + "/register",
+		RegistrationEndpoint:              registration,
 		ScopesSupported:                   s.opts.Scopes,
 		ResponseTypesSupported:            []string{"code"},
 		GrantTypesSupported:               []string{"authorization_code", "refresh_token", "client_credentials"},
@@ -107,6 +114,10 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	if s.opts.NoRegistration {
+		http.NotFound(w, r)
+		return
+	}
 	var meta oauthex.ClientRegistrationMetadata
 	if err := json.NewDecoder(r.Body).Decode(&meta); err != nil || len(meta.RedirectURIs) == 0 {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client_metadata"})
