@@ -151,10 +151,21 @@ func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (
 
 // dialRemote connects over Streamable HTTP and falls back to legacy SSE when
 // the server does not speak it (as the MCP spec's compatibility notes say).
+// A server with auth: is authorized by its OAuth handler, and does not
+// fall back: its failure is about authorization, not the transport.
 func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp.ClientSessionOptions, gate *progressGate) (*mcp.ClientSession, error) {
-	hc := &http.Client{Transport: &progressBodies{base: &headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers}, gate: gate}}
+	h, err := srv.authHandler()
+	if err != nil {
+		return nil, err
+	}
+	base := http.RoundTripper(&headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers})
+	hc := &http.Client{Transport: &progressBodies{base: base, gate: gate}}
 	sse := func() (*mcp.ClientSession, error) {
-		return client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc}, opts)
+		c := hc
+		if h != nil {
+			c = &http.Client{Transport: &progressBodies{base: &authTransport{base: base, h: h}, gate: gate}}
+		}
+		return client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: c}, opts)
 	}
 	if srv.cfg.Type == config.TransportSSE || srv.useSSE.Load() {
 		cs, err := sse()
@@ -163,12 +174,19 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		}
 		return cs, nil
 	}
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2}, opts)
+	t := &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2}
+	if h != nil {
+		t.OAuthHandler = h
+	}
+	cs, err := client.Connect(ctx, t, opts)
 	if err == nil {
 		return cs, nil
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("connecting to %s: no answer within %v: %w", srv.cfg.URL, srv.connectTimeout(), err)
+	}
+	if h != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", srv.cfg.URL, err)
 	}
 	cs, sseErr := sse()
 	if sseErr != nil {
