@@ -11,7 +11,9 @@ import (
 
 	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/internal/reaper"
+	"github.com/mcpmux/mcpmux/oauth"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -64,6 +66,7 @@ func newInstance(dir, task string, mode sessionMode, log *slog.Logger) (*instanc
 	}
 	in.reaper = startReaper(log)
 	in.pool = upstream.NewPool(&upstream.Options{
+		Tokens:            tokenStore(dir, log),
 		Groups:            groupTracker(in.reaper),
 		Logger:            log,
 		ClientInfo:        &mcp.Implementation{Name: "mcpmux", Version: buildVersion()},
@@ -121,6 +124,13 @@ func (in *instance) closeBy(deadline time.Time, grace time.Duration) {
 	defer cancel()
 	in.pool.Close(ctx, grace)
 	in.reaper.Close()
+}
+
+// tokenStore is the store of the OAuth tokens of servers with auth: oauth,
+// in the state directory ($MCPMUX_STATE_DIR, else $XDG_STATE_HOME/mcpmux),
+// never in the config directory dir.
+func tokenStore(dir string, log *slog.Logger) *oauth.Store {
+	return oauth.NewStore("", &oauth.StoreOptions{ConfigDir: dir, Mask: logs.MaskerOf(log), Logger: log})
 }
 
 // startReaper starts the process that ends the children's process groups

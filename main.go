@@ -10,6 +10,8 @@
 //	mcpmux tools [--config DIR] [--json]          print the merged catalog
 //	mcpmux import FILE [--config DIR] [--force]   write tool files from a client's MCP config
 //	mcpmux journal DIR [--json] [--html FILE]     summarise a call journal per task
+//	mcpmux login SERVER [--config DIR]            authorize mcpmux to a server with auth: oauth
+//	mcpmux logout SERVER                          delete a server's stored OAuth tokens
 //	mcpmux fetch-server [flags]                   serve the built-in fetch tool on stdio
 //	mcpmux healthcheck [URL]                      probe /healthz, for a container HEALTHCHECK
 //	mcpmux version
@@ -61,6 +63,9 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"healthcheck": healthcheckCmd,
 	// The built-in fetch tool (fetchserver.go), run as a tool server.
 	"fetch-server": fetchServerCmd,
+	// OAuth of url: servers (login.go).
+	"login":  loginCmd,
+	"logout": logoutCmd,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -91,6 +96,8 @@ Usage:
   mcpmux import FILE [--config DIR] [--force] write tool/*.yaml from a Claude Desktop,
                                               Cursor or VS Code MCP config
   mcpmux journal DIR [--json] [--html FILE]   summarise a call journal per task
+  mcpmux login SERVER [--config DIR]          authorize mcpmux to a url: server with auth: oauth
+  mcpmux logout SERVER                        delete the OAuth tokens stored for a server
   mcpmux fetch-server                         serve the built-in fetch tool (URL to Markdown) on stdio
   mcpmux healthcheck [URL]                    exit 0 if a serving mcpmux's /healthz answers 200
   mcpmux version                              print the version and commit

@@ -154,10 +154,21 @@ func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (
 
 // dialRemote connects over Streamable HTTP and falls back to legacy SSE when
 // the server does not speak it (as the MCP spec's compatibility notes say).
+// A server with auth: is authorized by its OAuth handler, and does not
+// fall back: its failure is about authorization, not the transport.
 func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp.ClientSessionOptions, c *conn) (*mcp.ClientSession, error) {
-	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: &headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers}, gate: c.gate}}}
+	h, err := srv.authHandler()
+	if err != nil {
+		return nil, err
+	}
+	base := http.RoundTripper(&headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers})
+	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate}}}
 	sse := func() (*mcp.ClientSession, error) {
-		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc}, nil), opts)
+		sc := hc
+		if h != nil {
+			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h}, gate: c.gate}}}
+		}
+		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: sc}, nil), opts)
 	}
 	if srv.cfg.Type == config.TransportSSE || srv.useSSE.Load() {
 		cs, err := sse()
@@ -166,12 +177,19 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		}
 		return cs, nil
 	}
-	cs, err := client.Connect(ctx, c.tap(&mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2}, nil), opts)
+	t := &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2}
+	if h != nil {
+		t.OAuthHandler = h
+	}
+	cs, err := client.Connect(ctx, c.tap(t, nil), opts)
 	if err == nil {
 		return cs, nil
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("connecting to %s: no answer within %v: %w", srv.cfg.URL, srv.connectTimeout(), err)
+	}
+	if h != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", srv.cfg.URL, err)
 	}
 	cs, sseErr := sse()
 	if sseErr != nil {

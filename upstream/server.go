@@ -29,6 +29,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/oauth"
 )
 
 // State is the condition of a server's connection.
@@ -70,6 +71,15 @@ type Options struct {
 	// start until it has ended, so that it can end the groups should
 	// mcpmux die without closing them (see internal/reaper).
 	Groups GroupTracker
+	// Tokens keeps the OAuth tokens of servers with auth: oauth (see
+	// package oauth); without it such servers cannot connect.
+	Tokens *oauth.Store
+	// Authorize, if set, shows a server's OAuth authorization URL to
+	// whoever can approve the access (`mcpmux login`, tests), and the
+	// server runs the authorization code flow when it must. Without it a
+	// server whose tokens are missing, expired beyond refresh or revoked
+	// is StateNeedsLogin until tokens are stored.
+	Authorize func(ctx context.Context, server, authURL string) error
 }
 
 // GroupTracker learns the process groups of the children while they run.
@@ -117,6 +127,10 @@ type Server struct {
 	log    *slog.Logger
 	sdkLog *slog.Logger // for the go-sdk client; its Info is our Debug
 	useSSE atomic.Bool  // the URL turned out to speak legacy SSE only
+
+	authOnce sync.Once     // makes auth
+	auth     oauth.Handler // the auth: section's OAuth handler; nil without one
+	authErr  error
 
 	ctx      context.Context // cancelled by Stop
 	cancel   context.CancelFunc
@@ -286,6 +300,13 @@ func (s *Server) supervise() {
 			}
 			return
 		}
+		if nl := asNeedsLogin(err); nl != nil {
+			finishFirst()
+			if !s.awaitLogin(nl) {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			withdrawn := s.failed(err)
 			delay := bo.next()
@@ -333,6 +354,16 @@ func (s *Server) supervise() {
 		s.mu.Lock()
 		if s.cur == c {
 			s.cur = nil
+		}
+		if s.state == StateNeedsLogin {
+			// A call found the authorization gone (see loginLost).
+			err := s.lastErr
+			s.mu.Unlock()
+			c.close()
+			if !s.awaitLogin(err) {
+				return
+			}
+			continue
 		}
 		s.restarts++
 		reason := connLostError(lost)
@@ -646,6 +677,14 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 	if lost := lostCause(cctx); lost != nil {
 		return lost
 	}
+	if nl := asNeedsLogin(err); nl != nil {
+		s.loginLost(c, nl)
+		return &UnavailableError{Server: s.cfg.Name, Err: nl}
+	}
+	var refresh *oauth.RefreshError
+	if errors.As(err, &refresh) {
+		return &UnavailableError{Server: s.cfg.Name, Err: refresh}
+	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
 		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
@@ -708,7 +747,7 @@ func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
 		state, lastErr, changed := s.state, s.lastErr, s.changed
 		s.mu.Unlock()
 		switch state {
-		case StateFailed:
+		case StateFailed, StateNeedsLogin:
 			return nil, &UnavailableError{Server: s.cfg.Name, Err: lastErr}
 		case StateStopped:
 			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
@@ -787,6 +826,11 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 		s.mu.Lock()
 		delete(s.dialing, id)
 		close(wait)
+		if nl := asNeedsLogin(err); nl != nil {
+			s.setState(StateNeedsLogin, nl)
+		} else if err == nil && s.state == StateNeedsLogin {
+			s.setState(StateUp, nil) // logged in again
+		}
 		if err != nil {
 			s.mu.Unlock()
 			return nil, &UnavailableError{Server: s.cfg.Name, Err: err}
@@ -887,6 +931,7 @@ func (s *Server) stop(ctx context.Context, drain time.Duration, reason error) {
 	}
 	wg.Wait()
 	<-s.done
+	s.closeAuth()
 }
 
 // MaxCallTimeout is the longest call deadline of any of the server's tools.
