@@ -95,7 +95,7 @@ func (v *view) addMetaTools(blocked map[[2]string]bool) {
 		}
 		def := m.def
 		def.Name = name
-		e := &Entry{Name: name, Server: MetaServer, Tool: m.def.Name, Def: &def, meta: m.handle}
+		e := &Entry{Name: name, Server: MetaServer, Tool: m.def.Name, Def: &def, listed: listedAs(nil, "name", name, &def), meta: m.handle}
 		e.hash = defHash(e.Def, MetaServer, m.def.Name)
 		if blocked[[2]string{MetaServer, m.def.Name}] {
 			v.hidden[name] = e

@@ -421,7 +421,7 @@ func (s *Server) connectAndList() (*conn, Features, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
 	defer cancel()
 	s.applyLogLevel(ctx, c)
-	f, err := listFeatures(ctx, c.cs)
+	f, err := listFeatures(ctx, c)
 	if err != nil {
 		c.close()
 		return nil, Features{}, err
@@ -468,7 +468,7 @@ func (s *Server) refreshLoop(c *conn) {
 		case <-c.refresh:
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, refreshListTimeout)
-		f, err := listFeatures(ctx, c.cs)
+		f, err := listFeatures(ctx, c)
 		cancel()
 		if err != nil {
 			s.log.Warn("refreshing the server's lists failed", "error", err)
@@ -565,10 +565,11 @@ func (s *Server) ReadResource(ctx context.Context, r Request, p *mcp.ReadResourc
 	})
 }
 
-// Complete asks the server for completions.
-func (s *Server) Complete(ctx context.Context, r Request, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (*mcp.CompleteResult, error) {
-		return c.cs.Complete(ctx, p)
+// Complete asks the server for completions, and returns its result as it
+// sent it (a raw request, raw.go).
+func (s *Server) Complete(ctx context.Context, r Request, p *mcp.CompleteParams) (json.RawMessage, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (json.RawMessage, error) {
+		return c.rawCall(ctx, "completion/complete", p)
 	})
 }
 
