@@ -686,17 +686,19 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 	if errors.As(err, &refresh) {
 		return &UnavailableError{Server: s.cfg.Name, Err: refresh}
 	}
-	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) {
-		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
-	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		// The HTTP server forgot our session (it restarted): reconnect. No
-		// new call may take this connection meanwhile.
+		// new call may take this connection meanwhile. (Checked before
+		// JSON-RPC errors: writing a request the server refuses so wraps
+		// the transport's own "rejected" error too.)
 		s.log.Warn("server lost our session; reconnecting")
 		c.stopTaking()
 		go c.close()
 		return &LostError{Server: s.cfg.Name, Err: errSessionLost}
+	}
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
 	}
 	if connGone(err) || isClosed(c) {
 		// The connection is gone: later calls must wait for the next one
