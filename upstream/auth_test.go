@@ -77,7 +77,7 @@ func call(t *testing.T, s *Server) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return res.Content[0].(*mcp.TextContent).Text, nil
+	return resultText(res), nil
 }
 
 func TestOAuthLoginThenServe(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
@@ -163,10 +164,11 @@ func follow(ctx context.Context, authURL string) error {
 	return nil
 }
 
-// caller is the client on whose behalf the scenario's call runs: it
-// accepts an elicitation without filling anything in (the go-sdk client
-// then applies the schema's defaults, which is what
-// elicitation-sep1034-client-defaults checks).
+// caller is the client on whose behalf the scenario's call runs. It
+// accepts an elicitation without filling anything in, and answers with
+// the requested schema's defaults, as a go-sdk client does (SEP-1034;
+// elicitation-sep1034-client-defaults checks it): mcpmux passes a client's
+// answer on as it is, so filling them in is the client's part.
 type caller struct{}
 
 func (caller) ID() string { return "conformance" }
@@ -175,8 +177,26 @@ func (caller) CreateMessage(context.Context, *mcp.CreateMessageWithToolsParams) 
 	return nil, errors.New("the conformance client does no sampling")
 }
 
-func (caller) Elicit(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+func (caller) Elicit(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	content := map[string]any{}
+	if p.RequestedSchema != nil {
+		b, err := json.Marshal(p.RequestedSchema)
+		if err != nil {
+			return nil, err
+		}
+		var schema jsonschema.Schema
+		if err := json.Unmarshal(b, &schema); err != nil {
+			return nil, fmt.Errorf("reading the requested schema: %w", err)
+		}
+		resolved, err := schema.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("resolving the requested schema: %w", err)
+		}
+		if err := resolved.ApplyDefaults(&content); err != nil {
+			return nil, fmt.Errorf("applying the requested schema's defaults: %w", err)
+		}
+	}
+	return &mcp.ElicitResult{Action: "accept", Content: content}, nil
 }
 
 func (caller) ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
