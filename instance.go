@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -105,7 +106,14 @@ func (in *instance) startServers(ctx context.Context) {
 	}
 	tools, _ := in.agg.Tools(aggregator.DefaultProfile)
 	in.log.Info("servers started", "up", up, "configured", len(ch.Added), "tools", len(tools), "elapsed", time.Since(start).Round(time.Millisecond))
+	releaseMemory()
 }
+
+// releaseMemory collects and returns to the system what starting or
+// reloading servers left behind (their lists as they were read, decoded
+// and encoded again): the collector's headroom (gc.go) would otherwise
+// keep it, and an idle mcpmux never collects.
+func releaseMemory() { debug.FreeOSMemory() }
 
 // close stops every server, giving running calls up to grace to finish,
 // and then the reaper, which has nothing left to end.

@@ -124,10 +124,17 @@ type encodedTool struct {
 func encodeTool(t *mcp.Tool, raw json.RawMessage) *encodedTool {
 	en := &encodedTool{}
 	var err error
-	if en.input, err = json.Marshal(normalizeInputSchema(t.InputSchema)); err != nil {
-		en.input = json.RawMessage(`{"type":"object"}`)
+	switch in := normalizeInputSchema(t.InputSchema).(type) {
+	case json.RawMessage:
+		en.input = in // shared with the server's definition
+	default:
+		if en.input, err = json.Marshal(in); err != nil {
+			en.input = json.RawMessage(`{"type":"object"}`)
+		}
 	}
-	if t.OutputSchema != nil {
+	if out, ok := t.OutputSchema.(json.RawMessage); ok {
+		en.output = out
+	} else if t.OutputSchema != nil {
 		if b, err := json.Marshal(t.OutputSchema); err == nil {
 			en.output = b
 		}
@@ -363,6 +370,17 @@ func exposedDef(t *mcp.Tool, name string, en *encodedTool) *mcp.Tool {
 func normalizeInputSchema(schema any) any {
 	var m map[string]any
 	switch s := schema.(type) {
+	case json.RawMessage:
+		// The usual case, decided without decoding the whole schema.
+		var head struct {
+			Type any `json:"type"`
+		}
+		if json.Unmarshal(s, &head) == nil && head.Type == "object" {
+			return s
+		}
+		if json.Unmarshal(s, &m) != nil || m == nil {
+			return map[string]any{"type": "object"}
+		}
 	case map[string]any:
 		m = s
 	case nil:

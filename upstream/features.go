@@ -96,7 +96,33 @@ func listFeatures(ctx context.Context, c *conn) (Features, error) {
 // listTools fetches every page of the server's tools, decoded and as
 // listed.
 func listTools(ctx context.Context, c *conn) ([]*mcp.Tool, map[string]json.RawMessage, error) {
-	return listRaw[mcp.Tool](ctx, c, "tools/list", "tools", func(t *mcp.Tool) string { return t.Name })
+	tools, raw, err := listRaw[listedTool](ctx, c, "tools/list", "tools", func(t *listedTool) string { return t.Name })
+	out := make([]*mcp.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = t.tool()
+	}
+	return out, raw, err
+}
+
+// listedTool decodes a listed tool with its schemas as JSON: decoding them
+// into maps, as mcp.Tool's own fields would, costs far more memory for a
+// big catalog, and they are kept encoded anyway (encodeSchemas). The
+// outer fields shadow the embedded ones of the same name.
+type listedTool struct {
+	mcp.Tool
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+}
+
+func (t *listedTool) tool() *mcp.Tool {
+	out := t.Tool
+	if t.InputSchema != nil {
+		out.InputSchema = t.InputSchema
+	}
+	if t.OutputSchema != nil {
+		out.OutputSchema = t.OutputSchema
+	}
+	return &out
 }
 
 // listRaw fetches every page of a list with raw requests: the items
