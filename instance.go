@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 
 	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/internal/reaper"
+	"github.com/mcpmux/mcpmux/oauth"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -64,6 +67,7 @@ func newInstance(dir, task string, mode sessionMode, log *slog.Logger) (*instanc
 	}
 	in.reaper = startReaper(log)
 	in.pool = upstream.NewPool(&upstream.Options{
+		Tokens:            tokenStore(dir, log),
 		Groups:            groupTracker(in.reaper),
 		Logger:            log,
 		ClientInfo:        &mcp.Implementation{Name: "mcpmux", Version: buildVersion()},
@@ -131,7 +135,14 @@ func (in *instance) startServers(ctx context.Context) {
 	}
 	tools, _ := in.agg.Tools(aggregator.DefaultProfile)
 	in.log.Info("servers started", "up", up, "configured", len(ch.Added), "tools", len(tools), "elapsed", time.Since(start).Round(time.Millisecond))
+	releaseMemory()
 }
+
+// releaseMemory collects and returns to the system what starting or
+// reloading servers left behind (their lists as they were read, decoded
+// and encoded again): the collector's headroom (gc.go) would otherwise
+// keep it, and an idle mcpmux never collects.
+func releaseMemory() { debug.FreeOSMemory() }
 
 // close stops every server, giving running calls up to grace to finish,
 // and then the reaper, which has nothing left to end.
@@ -150,6 +161,13 @@ func (in *instance) closeBy(deadline time.Time, grace time.Duration) {
 	defer cancel()
 	in.pool.Close(ctx, grace)
 	in.reaper.Close()
+}
+
+// tokenStore is the store of the OAuth tokens of servers with auth: oauth,
+// in the state directory ($MCPMUX_STATE_DIR, else $XDG_STATE_HOME/mcpmux),
+// never in the config directory dir.
+func tokenStore(dir string, log *slog.Logger) *oauth.Store {
+	return oauth.NewStore("", &oauth.StoreOptions{ConfigDir: dir, Mask: logs.MaskerOf(log), Logger: log})
 }
 
 // startReaper starts the process that ends the children's process groups

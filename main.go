@@ -11,6 +11,8 @@
 //	mcpmux tools [--config DIR] [--json]          print the merged catalog
 //	mcpmux import FILE [--config DIR] [--force]   write tool files from a client's MCP config
 //	mcpmux journal DIR [--json] [--html FILE]     summarise a call journal per task
+//	mcpmux login SERVER [--config DIR]            authorize mcpmux to a server with auth: oauth
+//	mcpmux logout SERVER                          delete a server's stored OAuth tokens
 //	mcpmux fetch-server [flags]                   serve the built-in fetch tool on stdio
 //	mcpmux healthcheck [URL]                      probe /healthz, for a container HEALTHCHECK
 //	mcpmux version
@@ -66,6 +68,9 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"healthcheck": healthcheckCmd,
 	// The built-in fetch tool (fetchserver.go), run as a tool server.
 	"fetch-server": fetchServerCmd,
+	// OAuth of url: servers (login.go).
+	"login":  loginCmd,
+	"logout": logoutCmd,
 }
 
 // commandDocs are the commands as usage lists them, in its order: the
@@ -80,6 +85,9 @@ var commandDocs = []struct{ synopsis, summary, details string }{
 		"FILE is claude_desktop_config.json, .cursor/mcp.json or .vscode/mcp.json."},
 	{"mcpmux journal DIR [--json] [--html FILE]", "summarise a call journal per task",
 		"Calls, errors, refusals, fallbacks, corrections, timeouts, replays, and total and slowest time per tool, per task."},
+	{"mcpmux login SERVER [--config DIR] [--no-browser] [--timeout D]", "authorize mcpmux to a url: server with auth: oauth",
+		"SERVER is a tool file's server with auth: oauth. The tokens go to $MCPMUX_STATE_DIR/oauth/ (default $XDG_STATE_HOME/mcpmux, ~/.local/state/mcpmux)."},
+	{"mcpmux logout SERVER [--config DIR]", "delete the OAuth tokens that mcpmux login stored for a server", ""},
 	{"mcpmux fetch-server [flags]", "serve the built-in fetch tool (URL to Markdown) on stdio", ""},
 	{"mcpmux healthcheck [--timeout D] [URL]", "exit 0 if a serving mcpmux's /healthz answers 200, else 1",
 		"URL defaults to $MCPMUX_HEALTHCHECK_URL, else " + defaultHealthURL + "."},

@@ -136,6 +136,7 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 	}
 	in.agg.Metrics().Reload(reloadResult(snap, true, ch))
 	in.log.Info("config reloaded", attrs...)
+	releaseMemory()
 }
 
 // reloadResult is the result label of a reload in mcpmux_config_reloads_total.

@@ -186,7 +186,7 @@ func (a *Aggregator) rebuildLocked() {
 		s.PrefetchProbe()
 		f := s.Features()
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
-			Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe})
+			Tools: f.Tools, ToolJSON: f.ToolJSON, Prompts: f.Prompts, PromptJSON: f.PromptJSON, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe})
 	}
 	servers = append(servers, a.recordedServers(running)...)
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
@@ -241,10 +241,11 @@ func (a *Aggregator) newProfile(name string) *profile {
 			Prompts:   &mcp.PromptCapabilities{ListChanged: !a.stateless},
 			Resources: &mcp.ResourceCapabilities{ListChanged: !a.stateless, Subscribe: !a.stateless},
 			Logging:   &mcp.LoggingCapabilities{},
+			// Answered by completeMiddleware.
+			Completions: &mcp.CompletionCapabilities{},
 		},
 		SubscribeHandler:   a.subscribe(p),
 		UnsubscribeHandler: a.unsubscribe(p),
-		CompletionHandler:  a.complete(p),
 		InitializedHandler: a.sessionInitialized(p),
 		// mcpmux is stateful (per-client connections, list_changed on the
 		// session, server-to-client requests), as the 2026-07-28 protocol
@@ -252,7 +253,8 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	p.server.AddSendingMiddleware(keepElicitAnswers)
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 

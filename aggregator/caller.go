@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -62,11 +63,47 @@ func (c *sessionCaller) CreateMessage(ctx context.Context, p *mcp.CreateMessageW
 	return c.ss.CreateMessageWithTools(c.reqCtx(ctx), p)
 }
 
+// Elicit asks the client and returns its answer as the client gave it: the
+// go-sdk would check it against the requested schema and fill in the
+// schema's defaults, so that the server got fields the user never sent.
+// Checking the answer is the server's business, as it is directly.
 func (c *sessionCaller) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	if c.stateless {
 		return nil, errStateless
 	}
-	return c.ss.Elicit(c.reqCtx(ctx), p) // the SDK checks the client's elicitation modes
+	ctx, answer := withElicitAnswer(c.reqCtx(ctx))
+	res, err := c.ss.Elicit(ctx, p) // the SDK checks the client's elicitation modes
+	if answer.res != nil {
+		return answer.res, nil
+	}
+	return res, err
+}
+
+// elicitAnswer holds a client's answer to an elicitation as it came.
+type elicitAnswer struct{ res *mcp.ElicitResult }
+
+type elicitAnswerKey struct{}
+
+func withElicitAnswer(ctx context.Context) (context.Context, *elicitAnswer) {
+	a := &elicitAnswer{}
+	return context.WithValue(ctx, elicitAnswerKey{}, a), a
+}
+
+// keepElicitAnswers is sending middleware of the profiles' servers: it
+// keeps a copy of the client's answer to elicitation/create before the
+// SDK changes it (see Elicit).
+func keepElicitAnswers(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if a, ok := ctx.Value(elicitAnswerKey{}).(*elicitAnswer); ok && err == nil {
+			if r, ok := res.(*mcp.ElicitResult); ok {
+				kept := *r
+				kept.Content = maps.Clone(r.Content)
+				a.res = &kept
+			}
+		}
+		return res, err
+	}
 }
 
 func (c *sessionCaller) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {

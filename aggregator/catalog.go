@@ -13,12 +13,16 @@ import (
 
 // ServerFeatures is what the catalog needs to know of one tool server.
 type ServerFeatures struct {
-	Name      string // config name, used in blacklists and routing
-	Prefix    string // namespace in exposed names; "" for bare names
-	Tools     []*mcp.Tool
-	Prompts   []*mcp.Prompt
-	Resources []*mcp.Resource
-	Templates []*mcp.ResourceTemplate
+	Name    string // config name, used in blacklists and routing
+	Prefix  string // namespace in exposed names; "" for bare names
+	Tools   []*mcp.Tool
+	Prompts []*mcp.Prompt
+	// ToolJSON and PromptJSON hold definitions as the server listed them,
+	// by name (see upstream.Features); a definition without one is
+	// listed as decoded.
+	ToolJSON, PromptJSON map[string]json.RawMessage
+	Resources            []*mcp.Resource
+	Templates            []*mcp.ResourceTemplate
 	// Instructions are the server's instructions for the model; "" if none.
 	Instructions string
 	// Subscribe reports whether the server supports resources/subscribe.
@@ -44,10 +48,11 @@ type ServerInstructions struct {
 
 // Item is one exposed prompt, resource or resource template.
 type Item[T any] struct {
-	Key    string // exposed name (prompts) or URI (resources, templates)
-	Server string // config name of the server
-	Orig   string // the server's own name or URI
-	Def    T      // definition as listed to clients
+	Key    string          // exposed name (prompts) or URI (resources, templates)
+	Server string          // config name of the server
+	Orig   string          // the server's own name or URI
+	Def    T               // definition, under the exposed key
+	listed json.RawMessage // prompts: the server's own JSON under the exposed name; nil for others
 	hash   string
 	order  listOrder
 }
@@ -71,9 +76,12 @@ type Entry struct {
 	// Def is the definition as listed to clients (Name = exposed name).
 	// Its schemas are encoded once, as json.RawMessage, so that every
 	// tools/list copies bytes instead of encoding maps by reflection.
-	Def   *mcp.Tool
-	hash  string // identifies Def and route, to skip re-registering an unchanged tool
-	order listOrder
+	Def *mcp.Tool
+	// listed is the definition as tools/list gives it: the server's own
+	// JSON under the exposed name (listedAs).
+	listed json.RawMessage
+	hash   string // identifies the definition and route, to skip re-registering an unchanged tool
+	order  listOrder
 
 	// meta is set for mcpmux's own meta tools (meta.go), which no server
 	// serves.
@@ -107,23 +115,35 @@ type Catalog struct {
 type encodedTool struct {
 	input  json.RawMessage // normalized input schema
 	output json.RawMessage // output schema; nil if none or not encodable
+	raw    json.RawMessage // as the server listed it; nil if unknown
 	sum    [sha256.Size]byte
 }
 
-// encodeTool encodes t once for every build that lists it.
-func encodeTool(t *mcp.Tool) *encodedTool {
+// encodeTool encodes t, listed by the server as raw (may be nil), once for
+// every build that lists it.
+func encodeTool(t *mcp.Tool, raw json.RawMessage) *encodedTool {
 	en := &encodedTool{}
 	var err error
-	if en.input, err = json.Marshal(normalizeInputSchema(t.InputSchema)); err != nil {
-		en.input = json.RawMessage(`{"type":"object"}`)
+	switch in := normalizeInputSchema(t.InputSchema).(type) {
+	case json.RawMessage:
+		en.input = in // shared with the server's definition
+	default:
+		if en.input, err = json.Marshal(in); err != nil {
+			en.input = json.RawMessage(`{"type":"object"}`)
+		}
 	}
-	if t.OutputSchema != nil {
+	if out, ok := t.OutputSchema.(json.RawMessage); ok {
+		en.output = out
+	} else if t.OutputSchema != nil {
 		if b, err := json.Marshal(t.OutputSchema); err == nil {
 			en.output = b
 		}
 	}
+	en.raw = raw
 	h := sha256.New()
-	if err := json.NewEncoder(h).Encode(t); err != nil {
+	if raw != nil {
+		h.Write(raw) // all of it: fields the decoded t lacks too
+	} else if err := json.NewEncoder(h).Encode(t); err != nil {
 		fmt.Fprint(h, err)
 	}
 	h.Sum(en.sum[:0])
@@ -199,10 +219,11 @@ func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalo
 				en = prev.encoded[t]
 			}
 			if en == nil {
-				en = encodeTool(t)
+				en = encodeTool(t, s.ToolJSON[t.Name])
 			}
 			c.encoded[t] = en
 			e := &Entry{Name: name, Server: s.Name, Tool: t.Name, Def: exposedDef(t, name, en), order: listOrder{rank[s.Name], i}}
+			e.listed = listedAs(en.raw, "name", name, e.Def)
 			e.hash = en.hash(name, s.Name, t.Name)
 			c.byName[name] = e
 			c.entries = append(c.entries, e)
@@ -280,7 +301,8 @@ func (c *Catalog) indexPromptsAndResources(servers []ServerFeatures, rank map[st
 			}
 			d := *p
 			d.Name = name
-			c.prompts[name] = &Item[*mcp.Prompt]{Key: name, Server: s.Name, Orig: p.Name, Def: &d, hash: defHash(&d, s.Name, p.Name), order: listOrder{rank[s.Name], i}}
+			listed := listedAs(s.PromptJSON[p.Name], "name", name, &d)
+			c.prompts[name] = &Item[*mcp.Prompt]{Key: name, Server: s.Name, Orig: p.Name, Def: &d, listed: listed, hash: defHash(listed, s.Name, p.Name), order: listOrder{rank[s.Name], i}}
 		}
 		for i, r := range s.Resources {
 			if r == nil || r.URI == "" {
@@ -348,6 +370,17 @@ func exposedDef(t *mcp.Tool, name string, en *encodedTool) *mcp.Tool {
 func normalizeInputSchema(schema any) any {
 	var m map[string]any
 	switch s := schema.(type) {
+	case json.RawMessage:
+		// The usual case, decided without decoding the whole schema.
+		var head struct {
+			Type any `json:"type"`
+		}
+		if json.Unmarshal(s, &head) == nil && head.Type == "object" {
+			return s
+		}
+		if json.Unmarshal(s, &m) != nil || m == nil {
+			return map[string]any{"type": "object"}
+		}
 	case map[string]any:
 		m = s
 	case nil:

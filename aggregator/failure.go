@@ -34,6 +34,8 @@ var (
 		"Tool '%[1]s' on server '%[2]s' was not called: %[4]v, each client session having its own, and this client has none yet. Try again when another client has finished, or use another tool."}
 	failUnavailable = failure{metrics.OutcomeUnavailable,
 		"Tool '%[1]s' on server '%[2]s' could not be called: the server is not running (%[4]v). mcpmux restarts it automatically; try again shortly, or use another tool."}
+	failNeedsLogin = failure{metrics.OutcomeUnavailable,
+		"Tool '%[1]s' on server '%[2]s' could not be called: the server %[4]v, where mcpmux runs, then try again. Until then the server's tools fail; the other servers are not affected."}
 	failLost = failure{metrics.OutcomeLost,
 		"Tool '%[1]s' on server '%[2]s' failed: the server stopped answering during the call: %[4]v. mcpmux is restarting it; the call may or may not have taken effect, so check before repeating it."}
 	failResultLost = failure{metrics.OutcomeLost,
@@ -55,6 +57,7 @@ func classify(ctx, cctx context.Context, err error) (failure, any) {
 		stopped     *upstream.StoppedError
 		atLimit     *upstream.LimitError
 		resultLost  *upstream.ResultLostError
+		needsLogin  *upstream.NeedsLoginError
 	)
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
@@ -65,6 +68,8 @@ func classify(ctx, cctx context.Context, err error) (failure, any) {
 		return failStopped, stopped
 	case errors.As(err, &atLimit):
 		return failAtLimit, fmt.Sprintf("the server is at its limit of %d client connections (max_clients)", atLimit.Max)
+	case errors.As(err, &needsLogin):
+		return failNeedsLogin, needsLogin
 	case errors.As(err, &unavailable):
 		return failUnavailable, unavailable.Err
 	case errors.As(err, &lost):

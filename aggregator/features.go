@@ -319,51 +319,62 @@ func (a *Aggregator) BroadcastLog(server string, p *mcp.LoggingMessageParams) {
 	}
 }
 
-// complete routes completion/complete to the server of the prompt or
-// resource template it refers to.
-func (a *Aggregator) complete(p *profile) func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-	return func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-		v := p.view.Load()
-		ref := req.Params.Ref
-		if ref == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing ref"}
-		}
-		fwd := *ref
-		var server string
-		switch ref.Type {
-		case "ref/prompt":
-			it := v.prompts[ref.Name]
-			if it == nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
+// completeMiddleware routes completion/complete to the server of the
+// prompt or resource template it refers to, and answers with the server's
+// result as it sent it (its "hasMore": false too, which the go-sdk's types
+// drop).
+func (a *Aggregator) completeMiddleware(p *profile) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.CompleteRequest); ok && r.Params != nil {
+				return a.complete(ctx, p, r)
 			}
-			server, fwd.Name = it.Server, it.Orig
-		case "ref/resource":
-			if it := v.templates[ref.URI]; it != nil {
-				server, fwd.URI = it.Server, it.Orig
-			} else if route, ok := routeURI(v, ref.URI, false); ok {
-				server, fwd.URI = route.server, route.orig
-			} else {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource %q", ref.URI)}
-			}
-		default:
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", ref.Type)}
+			return next(ctx, method, req)
 		}
-		srv, err := a.server(server)
-		if err != nil {
-			return nil, err
-		}
-		if !srv.Features().Completions {
-			// Nothing to offer is an answer, not an error (as for a server
-			// without completion support that is asked directly).
-			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
-		}
-		params := *req.Params
-		params.Ref = &fwd
-		params.Meta = forwardMeta(req.Params.Meta, "")
-		res, err := srv.Complete(ctx, a.request(ctx, srv, req.Session, ""), &params)
-		if err != nil {
-			return nil, rpcError("completion", server, err)
-		}
-		return res, nil
 	}
+}
+
+func (a *Aggregator) complete(ctx context.Context, p *profile, req *mcp.CompleteRequest) (mcp.Result, error) {
+	v := p.view.Load()
+	ref := req.Params.Ref
+	if ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing ref"}
+	}
+	fwd := *ref
+	var server string
+	switch ref.Type {
+	case "ref/prompt":
+		it := v.prompts[ref.Name]
+		if it == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
+		}
+		server, fwd.Name = it.Server, it.Orig
+	case "ref/resource":
+		if it := v.templates[ref.URI]; it != nil {
+			server, fwd.URI = it.Server, it.Orig
+		} else if route, ok := routeURI(v, ref.URI, false); ok {
+			server, fwd.URI = route.server, route.orig
+		} else {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource %q", ref.URI)}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", ref.Type)}
+	}
+	srv, err := a.server(server)
+	if err != nil {
+		return nil, err
+	}
+	if !srv.Features().Completions {
+		// Nothing to offer is an answer, not an error (as for a server
+		// without completion support that is asked directly).
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	params := *req.Params
+	params.Ref = &fwd
+	params.Meta = forwardMeta(req.Params.Meta, "")
+	raw, err := srv.Complete(ctx, a.request(ctx, srv, req.Session, ""), &params)
+	if err != nil {
+		return nil, rpcError("completion", server, err)
+	}
+	return &rawResult{raw: raw}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/rewrite"
 	"github.com/mcpmux/mcpmux/upstream"
@@ -21,18 +22,18 @@ import (
 // the server's max_concurrency, is counted in metrics, and a failure
 // becomes an isError result (with the config's secrets masked, as it may
 // quote a child's stderr); a result over max_result_bytes is truncated.
-func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *mcp.CallToolResult {
+func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result {
 	srv := a.pool.Get(e.Server)
 	if srv == nil {
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeUnavailable)
 		c.rec.Failed(metrics.OutcomeUnavailable, 0)
-		return toolError("Tool '%s' on server '%s' is not available: the server is no longer configured. Use another tool.", e.Tool, e.Server)
+		return decoded(toolError("Tool '%s' on server '%s' is not available: the server is no longer configured. Use another tool.", e.Tool, e.Server))
 	}
 	args, err := callArguments(c.args)
 	if err != nil {
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeBadArgs)
 		c.rec.Failed(metrics.OutcomeBadArgs, 0)
-		return toolError("Tool '%s' on server '%s' was not called: %v. Pass the arguments as a JSON object matching the tool's input schema.", e.Tool, e.Server, err)
+		return decoded(toolError("Tool '%s' on server '%s' was not called: %v. Pass the arguments as a JSON object matching the tool's input schema.", e.Tool, e.Server, err))
 	}
 	settings := a.current.Load()
 	timeout := srv.Config().CallTimeout(e.Tool, settings.Timeout)
@@ -51,12 +52,12 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *mcp.Ca
 	}
 	start := time.Now()
 	running := a.metrics.StartCall(e.Server, e.Tool)
-	res, err := srv.CallTool(cctx, cp)
+	raw, err := srv.CallTool(cctx, cp)
 	if next := a.pool.Get(e.Server); errors.Is(err, upstream.ErrStopped) && next != nil && next != srv {
 		// A reload replaced the server between the lookup and the call:
 		// its new version takes the call.
 		cp.Request = a.request(ctx, next, c.session, c.task)
-		res, err = next.CallTool(cctx, cp)
+		raw, err = next.CallTool(cctx, cp)
 	}
 	elapsed := time.Since(start).Round(time.Millisecond)
 	if err != nil {
@@ -64,13 +65,22 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *mcp.Ca
 		running.Done(f.outcome)
 		c.rec.Failed(f.outcome, f.timeout(timeout))
 		a.log.Warn("tool call failed", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "error", err, "elapsed", elapsed)
-		return a.maskResult(f.result(e, timeout, detail))
+		return decoded(a.maskResult(f.result(e, timeout, detail)))
 	}
-	running.Done(resultOutcome(res))
-	a.log.Debug("tool call", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "is_error", res.IsError, "elapsed", elapsed)
-	if capped, truncated := capResult(res, settings.MaxResultBytes); truncated {
-		a.log.Warn("tool result truncated: over max_result_bytes", "tool", e.Name, "task", c.task, "limit", settings.MaxResultBytes.String())
-		res = capped
+	res := &result{raw: raw}
+	running.Done(resultOutcome(res.isError()))
+	a.log.Debug("tool call", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "elapsed", elapsed)
+	// A result no longer than the limit cannot hold more payload than it
+	// allows: only a longer one is decoded to be measured.
+	limit := settings.MaxResultBytes
+	if limit <= 0 {
+		limit = config.DefaultMaxResultBytes
+	}
+	if res.size() > int(limit) {
+		if capped, truncated := capResult(res.typed(), limit); truncated {
+			a.log.Warn("tool result truncated: over max_result_bytes", "tool", e.Name, "task", c.task, "limit", limit.String())
+			res = decoded(capped)
+		}
 	}
 	return res
 }

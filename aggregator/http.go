@@ -188,16 +188,16 @@ func (a *Aggregator) SetInvalidFiles(errs []*config.FileError) {
 }
 
 // Health reports whether start-up is over and each server's status. The
-// status is "starting", then "ok", or "degraded" while a server is failed
-// or restarting (mcpmux itself still serves the others); "draining" once
-// mcpmux is shutting down (see Drain).
+// status is "starting", then "ok", or "degraded" while a server is failed,
+// restarting or needs login (mcpmux itself still serves the others);
+// "draining" once mcpmux is shutting down (see Drain).
 func (a *Aggregator) Health() Health {
 	h := Health{Status: "ok", Servers: a.pool.Statuses()}
 	select {
 	case <-a.ready:
 		h.Ready = true
 		for _, st := range h.Servers {
-			if st.State == upstream.StateFailed || st.State == upstream.StateRestarting {
+			if st.State == upstream.StateFailed || st.State == upstream.StateRestarting || st.State == upstream.StateNeedsLogin {
 				h.Status = "degraded"
 			}
 		}

@@ -72,7 +72,7 @@ func (a *Aggregator) recordedServers(running map[string]bool) []ServerFeatures {
 
 // clientCall runs a client's tools/call through the pipeline and writes
 // its journal line when it ends.
-func (a *Aggregator) clientCall(ctx context.Context, p *profile, req *mcp.CallToolRequest) *mcp.CallToolResult {
+func (a *Aggregator) clientCall(ctx context.Context, p *profile, req *mcp.CallToolRequest) *result {
 	c := a.newToolCall(req)
 	if a.journal.On() {
 		c.rec = a.journal.Begin(journal.Start{
@@ -85,14 +85,16 @@ func (a *Aggregator) clientCall(ctx context.Context, p *profile, req *mcp.CallTo
 		})
 	}
 	res := a.callTool(ctx, p, c)
-	c.rec.End(res)
+	if c.rec != nil {
+		c.rec.End(res.journaled(), res.isError())
+	}
 	return res
 }
 
 // replayed answers a call routed to e from the replayed journal: the
 // recorded answer, or (miss: error) the error that there is none. nil
 // means the server is to answer.
-func (a *Aggregator) replayed(c *toolCall, e *Entry) *mcp.CallToolResult {
+func (a *Aggregator) replayed(c *toolCall, e *Entry) *result {
 	rp := a.replay.Load()
 	if rp == nil {
 		return nil
@@ -101,12 +103,14 @@ func (a *Aggregator) replayed(c *toolCall, e *Entry) *mcp.CallToolResult {
 	switch {
 	case replayed:
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeReplayed)
-		c.rec.Answered(e.Name, c.args, res, true)
+		c.rec.Answered(e.Name, c.args, journal.EncodeResult(res), true)
 	case res != nil:
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeNotRecorded)
 		c.rec.Failed(metrics.OutcomeNotRecorded, 0)
+	default:
+		return nil
 	}
-	return res
+	return decoded(res)
 }
 
 // recordCatalog writes the tools a session was listed into its task's

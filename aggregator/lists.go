@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"slices"
 	"sync"
 
@@ -36,21 +37,21 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if cursor == "" {
 					a.recordCatalog(p, r, v, tools)
 				}
-				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, func(e *Entry) *mcp.Tool { return e.Def })
+				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, func(e *Entry) json.RawMessage { return e.listed })
 				if err != nil {
 					return nil, err
 				}
-				return &mcp.ListToolsResult{Tools: defs, NextCursor: next, Cacheable: publicCache}, nil
+				return &listResult{field: "tools", items: defs, nextCursor: next}, nil
 			case *mcp.ListPromptsRequest:
 				var cursor string
 				if r.Params != nil {
 					cursor = r.Params.Cursor
 				}
-				defs, next, err := page(p.view.Load().promptList, itemKey, cursor, itemDef)
+				defs, next, err := page(p.view.Load().promptList, itemKey, cursor, func(it *Item[*mcp.Prompt]) json.RawMessage { return it.listed })
 				if err != nil {
 					return nil, err
 				}
-				return &mcp.ListPromptsResult{Prompts: defs, NextCursor: next, Cacheable: publicCache}, nil
+				return &listResult{field: "prompts", items: defs, nextCursor: next}, nil
 			case *mcp.ListResourcesRequest:
 				var cursor string
 				if r.Params != nil {
@@ -75,6 +76,47 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// listResult is a page of tools or prompts, each as listed (Entry.listed):
+// encoded once per catalog, copied per request.
+type listResult struct {
+	mcp.ResultBase
+	field      string
+	items      []json.RawMessage
+	nextCursor string
+}
+
+func (r *listResult) MarshalJSON() ([]byte, error) {
+	n := len(r.field) + len(r.nextCursor) + 32
+	for _, it := range r.items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"`...)
+	b = append(b, r.field...)
+	b = append(b, `":[`...)
+	for i, it := range r.items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, ']')
+	if r.nextCursor != "" {
+		c, _ := json.Marshal(r.nextCursor)
+		b = append(b, `,"nextCursor":`...)
+		b = append(b, c...)
+	}
+	if len(r.Meta) > 0 {
+		m, err := json.Marshal(r.Meta)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"_meta":`...)
+		b = append(b, m...)
+	}
+	return append(b, '}'), nil
 }
 
 // publicCache is what the SDK's own list handlers answer: no TTL, and the

@@ -25,7 +25,7 @@ import (
 const MetaServer = "mcpmux"
 
 // metaHandler answers a call of a meta tool for profile p.
-type metaHandler func(a *Aggregator, ctx context.Context, p *profile, c *toolCall) *mcp.CallToolResult
+type metaHandler func(a *Aggregator, ctx context.Context, p *profile, c *toolCall) *result
 
 type metaTool struct {
 	def    mcp.Tool // Name is the short name
@@ -95,7 +95,7 @@ func (v *view) addMetaTools(blocked map[[2]string]bool) {
 		}
 		def := m.def
 		def.Name = name
-		e := &Entry{Name: name, Server: MetaServer, Tool: m.def.Name, Def: &def, meta: m.handle}
+		e := &Entry{Name: name, Server: MetaServer, Tool: m.def.Name, Def: &def, listed: listedAs(nil, "name", name, &def), meta: m.handle}
 		e.hash = defHash(e.Def, MetaServer, m.def.Name)
 		if blocked[[2]string{MetaServer, m.def.Name}] {
 			v.hidden[name] = e
@@ -121,8 +121,8 @@ func (a *Aggregator) logShadowedByMetaTools() {
 
 // metaResult is a meta tool's answer: text for every client, and the same
 // as structuredContent for those that read it.
-func metaResult(text string, structured any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured}
+func metaResult(text string, structured any) *result {
+	return decoded(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured})
 }
 
 // metaArgs decodes a meta tool's arguments into v.
@@ -138,8 +138,8 @@ func metaArgs(c *toolCall, name string, v any) *mcp.CallToolResult {
 }
 
 // countMeta records a meta tool's call under server MetaServer.
-func (a *Aggregator) countMeta(tool string, res *mcp.CallToolResult) *mcp.CallToolResult {
-	a.metrics.CallAnswered(MetaServer, tool, resultOutcome(res))
+func (a *Aggregator) countMeta(tool string, res *result) *result {
+	a.metrics.CallAnswered(MetaServer, tool, resultOutcome(res.isError()))
 	return res
 }
 
@@ -164,7 +164,7 @@ type StatusResult struct {
 }
 
 // metaStatus reports the state of the profile's servers.
-func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *toolCall) *mcp.CallToolResult {
+func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *toolCall) *result {
 	v := p.view.Load()
 	h := a.Health()
 	out := StatusResult{Ready: h.Ready, Servers: []ServerState{}}
@@ -215,14 +215,14 @@ type FindResult struct {
 }
 
 // metaFindTools searches the caller's current catalog.
-func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall) *mcp.CallToolResult {
+func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall) *result {
 	name := metaName(p.view.Load().settings.Separator, config.MetaToolFindTools)
 	var args struct {
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
 	}
 	if res := metaArgs(c, name, &args); res != nil {
-		return a.countMeta(config.MetaToolFindTools, res)
+		return a.countMeta(config.MetaToolFindTools, decoded(res))
 	}
 	limit := args.Limit
 	if limit <= 0 {
@@ -345,20 +345,20 @@ func searchWords(s string) []string {
 
 // metaCallTool calls the named tool as if the client had called it: the
 // same routing, blacklist, auto-correction and timeouts.
-func (a *Aggregator) metaCallTool(ctx context.Context, p *profile, c *toolCall) *mcp.CallToolResult {
+func (a *Aggregator) metaCallTool(ctx context.Context, p *profile, c *toolCall) *result {
 	self := metaName(p.view.Load().settings.Separator, config.MetaToolCallTool)
 	var args struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if res := metaArgs(c, self, &args); res != nil {
-		return a.countMeta(config.MetaToolCallTool, res)
+		return a.countMeta(config.MetaToolCallTool, decoded(res))
 	}
 	if args.Name == "" {
-		return a.countMeta(config.MetaToolCallTool, toolError("%s needs name: the exposed name of the tool to call, as mcpmux__find_tools returns it.", self))
+		return a.countMeta(config.MetaToolCallTool, decoded(toolError("%s needs name: the exposed name of the tool to call, as mcpmux__find_tools returns it.", self)))
 	}
 	if args.Name == self {
-		return a.countMeta(config.MetaToolCallTool, toolError("%s cannot call itself; pass the name of the tool you want to call.", self))
+		return a.countMeta(config.MetaToolCallTool, decoded(toolError("%s cannot call itself; pass the name of the tool you want to call.", self)))
 	}
 	return a.countMeta(config.MetaToolCallTool, a.callTool(ctx, p, c.derive(args.Name, args.Arguments)))
 }

@@ -22,8 +22,8 @@ func (a *Aggregator) Metrics() *metrics.Metrics { return a.metrics }
 func (a *Aggregator) RuleHit(kind, rule string) { a.metrics.RuleHit(kind, rule) }
 
 // resultOutcome is the outcome of an upstream call that answered.
-func resultOutcome(res *mcp.CallToolResult) string {
-	if res.IsError {
+func resultOutcome(isError bool) string {
+	if isError {
 		return metrics.OutcomeError
 	}
 	return metrics.OutcomeOK

@@ -74,7 +74,7 @@ func (a *Aggregator) callMiddleware(p *profile) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
-				return a.clientCall(ctx, p, r), nil
+				return a.clientCall(ctx, p, r).wire(), nil
 			}
 			return next(ctx, method, req)
 		}
@@ -86,32 +86,34 @@ func (a *Aggregator) callMiddleware(p *profile) mcp.Middleware {
 // reach it anyway, it takes the same pipeline.
 func (a *Aggregator) toolHandler(p *profile) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return a.clientCall(ctx, p, req), nil
+		return a.clientCall(ctx, p, req).typed(), nil
 	}
 }
 
 // callTool runs c through the pipeline of profile p.
-func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *mcp.CallToolResult {
+func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *result {
 	v := p.view.Load()
 	// 1. Route.
-	e, fix, res := a.route(v, c)
-	if res != nil {
-		return res
+	e, fix, answer := a.route(v, c)
+	if answer != nil {
+		return decoded(answer)
 	}
 	c.rec.Routed(e.Server, fix.exposedName(e))
 	// 2. Rules before.
 	rules := a.current.Load().Rules()
 	rc, env := a.ruleCall(p, c, e)
-	if res := rules.Before(rc, env); res != nil {
+	if refusal := rules.Before(rc, env); refusal != nil {
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
-		return fix.annotate(res)
+		return fix.annotate(decoded(refusal))
 	}
 	// 3. Run.
-	res = a.run(ctx, p, c, e)
+	res := a.run(ctx, p, c, e)
 	// 4. Unknown-tool retry.
 	res = a.retryElsewhere(ctx, p, c, e, res)
-	// 5. Rules after.
-	res = rules.After(ctx, rc, res, env)
+	// 5. Rules after: decoded only for rules that may act on it.
+	if rules.Inspects(rc, res.isError()) {
+		res = decoded(rules.After(ctx, rc, res.typed(), env))
+	}
 	return fix.annotate(res)
 }
 
@@ -187,11 +189,12 @@ func (fix *correction) exposedName(e *Entry) string {
 
 // annotate puts the correction's note in front of the result; the wording
 // for an unknown server is the seed's, which agents already know. A nil
-// correction leaves res as it is.
-func (fix *correction) annotate(res *mcp.CallToolResult) *mcp.CallToolResult {
+// correction leaves r as it is.
+func (fix *correction) annotate(r *result) *result {
 	if fix == nil {
-		return res
+		return r
 	}
+	res := r.typed()
 	var what string
 	switch {
 	case fix.server == "":
@@ -206,7 +209,7 @@ func (fix *correction) annotate(res *mcp.CallToolResult) *mcp.CallToolResult {
 		note = fmt.Sprintf("[Auto-corrected: %s, but tool '%s' was found only in server '%s', attempted auto-correction but still failed] ", what, fix.tool, fix.chosen)
 	}
 	rewrite.PrependNote(res, note)
-	return res
+	return r
 }
 
 // ruleCall describes a call routed to e for the rewrite rules, with the
@@ -225,7 +228,7 @@ func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call,
 		Log:   a.log,
 		OnHit: onHit,
 		Call: func(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
-			return a.callTool(ctx, p, c.derive(name, args))
+			return a.callTool(ctx, p, c.derive(name, args)).typed()
 		},
 	}
 	return rc, env
@@ -233,7 +236,7 @@ func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call,
 
 // run answers a call routed to e: a meta tool itself, a replay from its
 // journal, any other tool's server (forward).
-func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry) *mcp.CallToolResult {
+func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry) *result {
 	if e.meta != nil {
 		return e.meta(a, ctx, p, c)
 	}
@@ -241,7 +244,9 @@ func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry)
 		return res
 	}
 	res := a.forward(ctx, c, e)
-	c.rec.Answered(e.Name, c.args, res, false)
+	if c.rec != nil {
+		c.rec.Answered(e.Name, c.args, res.journaled(), false)
+	}
 	return res
 }
 
@@ -249,8 +254,8 @@ func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry)
 // has the tool, when e's server answered that it does not know it (its
 // list was out of date, or it lists tools it cannot run). The rules that
 // act before a call apply to the new server's call too.
-func (a *Aggregator) retryElsewhere(ctx context.Context, p *profile, c *toolCall, e *Entry, res *mcp.CallToolResult) *mcp.CallToolResult {
-	if !res.IsError || e.meta != nil || !strings.Contains(rewrite.ResultText(res), "Unknown tool") {
+func (a *Aggregator) retryElsewhere(ctx context.Context, p *profile, c *toolCall, e *Entry, res *result) *result {
+	if e.meta != nil || !res.isError() || !strings.Contains(rewrite.ResultText(res.typed()), "Unknown tool") {
 		return res
 	}
 	alt := withoutServer(p.view.Load().byTool[e.Tool], e.Server)
@@ -260,15 +265,15 @@ func (a *Aggregator) retryElsewhere(ctx context.Context, p *profile, c *toolCall
 	rc, env := a.ruleCall(p, c, alt[0])
 	if refused := a.current.Load().Rules().Before(rc, env); refused != nil {
 		a.metrics.CallAnswered(alt[0].Server, alt[0].Tool, metrics.OutcomeRefused)
-		return refused
+		return decoded(refused)
 	}
 	a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(c.session), "requested", e.Name, "chosen", alt[0].Name)
 	a.metrics.RuleHit(metrics.RuleCorrected, autoCorrectionRule)
 	res2 := a.run(ctx, p, c, alt[0])
-	if res2.IsError {
+	if res2.isError() {
 		return res
 	}
 	c.rec.Routed(alt[0].Server, alt[0].Name)
-	rewrite.PrependNote(res2, fmt.Sprintf("[Auto-corrected: Server '%s' does not know tool '%s', but it was found only in server '%s', so automatically used '%s' instead] ", e.Server, e.Tool, alt[0].Server, alt[0].Server))
+	rewrite.PrependNote(res2.typed(), fmt.Sprintf("[Auto-corrected: Server '%s' does not know tool '%s', but it was found only in server '%s', so automatically used '%s' instead] ", e.Server, e.Tool, alt[0].Server, alt[0].Server))
 	return res2
 }

@@ -24,6 +24,9 @@ import (
 //     that a call that runs for many minutes without a message keeps its
 //     connection: Node's fetch gives up on a body silent for 300 s, and
 //     proxies close idle connections sooner (nginx after 60 s).
+//
+// And one thing is held back: the priming event waits up to primingDelay
+// for the call's answer, so that a quick call is one write, not two.
 
 // sseRetry is the reconnection delay clients are given.
 const sseRetry = time.Second
@@ -32,6 +35,14 @@ const sseRetry = time.Second
 // shorten it.
 var keepaliveInterval = 25 * time.Second
 
+// primingDelay is how long the priming event of a call's stream may wait
+// for the call's answer, to go out with it in one write: most calls answer
+// within it, and one write instead of two is cheaper for mcpmux and its
+// client. A longer call gets its headers and priming event when it runs
+// out, which is what matters to a client waiting for headers. Tests
+// change it.
+var primingDelay = 50 * time.Millisecond
+
 // primingPrefix starts the go-sdk's priming event.
 var primingPrefix = []byte("event: prime\n")
 
@@ -39,12 +50,15 @@ var primingPrefix = []byte("event: prime\n")
 type sseWriter struct {
 	http.ResponseWriter
 
-	mu      sync.Mutex
-	wrote   bool          // the SDK has written (headers and) a first chunk
-	stream  bool          // the response is an event stream
-	closed  bool          // the handler returned: write nothing more
-	stop    chan struct{} // ends the keepalive loop
-	stopped chan struct{} // closed when it has ended
+	mu       sync.Mutex
+	wrote    bool        // the SDK has written (headers and) a first chunk
+	stream   bool        // the response is an event stream
+	priming  bool        // nothing but the priming event is written yet
+	deferred *time.Timer // flushes a priming event still waiting; nil if none
+	closed   bool        // the handler returned: write nothing more
+	alive    bool        // the keepalive loop runs
+	stop     chan struct{}
+	stopped  chan struct{} // closed when the keepalive loop has ended
 }
 
 func newSSEWriter(w http.ResponseWriter) *sseWriter {
@@ -59,27 +73,64 @@ func (w *sseWriter) Write(p []byte) (int, error) {
 	}
 	first := !w.wrote
 	w.wrote = true
+	w.priming = false
 	n, err := w.ResponseWriter.Write(p)
 	if first && err == nil && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
 		w.stream = true
 		if bytes.HasPrefix(p, primingPrefix) {
 			_, err = fmt.Fprintf(w.ResponseWriter, "retry: %d\n\n", sseRetry.Milliseconds())
+			w.priming = true
+		} else {
+			w.startKeepalive()
 		}
-		go w.keepalive()
 	}
 	return n, err
 }
 
+// Flush sends what was written, except a priming event alone: that waits
+// up to primingDelay for the answer (see primingDelay).
 func (w *sseWriter) Flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.closed {
-		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	if w.closed {
+		return
 	}
+	if w.priming {
+		if w.deferred == nil {
+			w.deferred = time.AfterFunc(primingDelay, w.primingDue)
+		}
+		return
+	}
+	if w.deferred != nil {
+		w.deferred.Stop()
+		w.deferred = nil
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// primingDue sends a priming event whose call has not answered within
+// primingDelay, and keeps the stream alive from then on.
+func (w *sseWriter) primingDue() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || !w.priming {
+		return
+	}
+	w.deferred = nil
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+	w.startKeepalive()
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *sseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// startKeepalive starts the keepalive loop once; w.mu is held.
+func (w *sseWriter) startKeepalive() {
+	if !w.alive {
+		w.alive = true
+		go w.keepalive()
+	}
+}
 
 // keepalive writes a comment on the stream every keepaliveInterval until
 // the handler returns.
@@ -103,13 +154,18 @@ func (w *sseWriter) keepalive() {
 	}
 }
 
-// finish is called when the handler returns: nothing may be written after.
+// finish is called when the handler returns: nothing may be written after
+// (the server sends what is still buffered).
 func (w *sseWriter) finish() {
 	w.mu.Lock()
 	w.closed = true
-	stream := w.stream
+	if w.deferred != nil {
+		w.deferred.Stop()
+		w.deferred = nil
+	}
+	alive := w.alive
 	w.mu.Unlock()
-	if stream {
+	if alive {
 		close(w.stop)
 		<-w.stopped
 	}

@@ -66,15 +66,22 @@ func (r *flushRecorder) String() string {
 	return r.body.String()
 }
 
+func (r *flushRecorder) flushCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flushes
+}
+
 func TestSSEWriterAddsRetryAndKeepalive(t *testing.T) {
-	defer func(d time.Duration) { keepaliveInterval = d }(keepaliveInterval)
-	keepaliveInterval = time.Millisecond
+	defer func(d, p time.Duration) { keepaliveInterval, primingDelay = d, p }(keepaliveInterval, primingDelay)
+	keepaliveInterval, primingDelay = time.Millisecond, time.Millisecond
 	rec := newFlushRecorder()
 	w := newSSEWriter(rec)
 	w.Header().Set("Content-Type", "text/event-stream")
 	if _, err := w.Write([]byte("event: prime\nid: s_0\ndata: \n\n")); err != nil {
 		t.Fatal(err)
 	}
+	w.Flush()
 	<-rec.wrote // the priming event
 	<-rec.wrote // the retry field
 	<-rec.wrote // a keepalive comment
@@ -99,5 +106,44 @@ func TestSSEWriterLeavesOtherResponsesAlone(t *testing.T) {
 	w.finish()
 	if got := rec.Body.String(); got != `{"jsonrpc":"2.0"}` {
 		t.Errorf("JSON response = %q, want it unchanged", got)
+	}
+}
+
+// A call that answers within primingDelay sends its priming event and its
+// answer in one flush; one that does not gets its priming event (and so
+// its headers) when the delay runs out, and keepalive comments after.
+func TestSSEWriterHoldsPrimingForTheAnswer(t *testing.T) {
+	defer func(d, p time.Duration) { keepaliveInterval, primingDelay = d, p }(keepaliveInterval, primingDelay)
+	keepaliveInterval, primingDelay = time.Hour, time.Hour
+	quick := newFlushRecorder()
+	w := newSSEWriter(quick)
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = w.Write([]byte("event: prime\nid: s_0\ndata: \n\n"))
+	w.Flush()
+	if n := quick.flushCount(); n != 0 {
+		t.Errorf("the priming event alone was flushed (%d flushes)", n)
+	}
+	_, _ = w.Write([]byte("event: message\nid: s_1\ndata: {}\n\n"))
+	w.Flush()
+	w.finish()
+	if n := quick.flushCount(); n != 1 {
+		t.Errorf("priming event and answer took %d flushes, want 1", n)
+	}
+	if got := quick.String(); got != "event: prime\nid: s_0\ndata: \n\nretry: 1000\n\nevent: message\nid: s_1\ndata: {}\n\n" {
+		t.Errorf("stream = %q", got)
+	}
+
+	primingDelay, keepaliveInterval = time.Millisecond, time.Millisecond
+	slow := newFlushRecorder()
+	w = newSSEWriter(slow)
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = w.Write([]byte("event: prime\nid: s_0\ndata: \n\n"))
+	w.Flush()
+	<-slow.wrote // the priming event
+	<-slow.wrote // the retry field
+	<-slow.wrote // a keepalive comment, written once the priming event went out
+	w.finish()
+	if n := slow.flushCount(); n < 2 {
+		t.Errorf("a call without an answer: %d flushes, want the priming event's and a keepalive's", n)
 	}
 }

@@ -34,6 +34,9 @@ type env struct {
 	profile string // if set, mcpmux processes write CPU and heap profiles here
 	// extraMuxEnv is more environment for mcpmux processes (-mux-env).
 	extraMuxEnv []string
+	// tbxark is a TBXark/mcp-proxy binary to measure beside mcpmux in the
+	// hop section (-tbxark); "" leaves it out.
+	tbxark string
 }
 
 // muxEnv is the environment of an mcpmux process: with -profile, its CPU

@@ -37,6 +37,7 @@ type section struct {
 
 var sections = []section{
 	{"latency", latency},
+	{"hop", hop},
 	{"seed", seedPattern},
 	{"concurrency", concurrency},
 	{"startup", startup},
@@ -55,6 +56,7 @@ func main() {
 	muxEnv := flag.String("mux-env", "", "extra environment of the mcpmux processes, as space-separated `KEY=VALUE` (e.g. GOGC=400), for experiments")
 	prebuilt := flag.String("mcpmux", "", "use this mcpmux `binary` instead of building the working tree (to compare versions)")
 	only := flag.String("only", "", "comma-separated `sections` to run: "+names())
+	tbxark := flag.String("tbxark", "", "hop section: also measure this TBXark/mcp-proxy `binary`, built from its own sources")
 	flag.Parse()
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
@@ -77,6 +79,7 @@ func main() {
 	}
 	defer e.close()
 	e.extraMuxEnv = strings.Fields(*muxEnv)
+	e.tbxark = *tbxark
 	if *profile != "" {
 		if err := os.MkdirAll(*profile, 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

@@ -77,6 +77,9 @@ type Server struct {
 	// resumed, before the call is given up as lost. Zero means
 	// DefaultResumeTimeout.
 	ResumeTimeout time.Duration `koanf:"resume_timeout"`
+	// Auth is how mcpmux authorizes itself to a url: server (OAuth); nil
+	// means it sends only Headers.
+	Auth *Auth `koanf:"auth"`
 
 	// File is the path the server was read from; Hash identifies its
 	// content, so that an unchanged file can be recognised on reload.
@@ -210,7 +213,7 @@ func (s *Server) Validate() error {
 	case s.MaxClients > 0 && !s.PerClient():
 		return fieldErr("max_clients", fmt.Errorf("bounds the connections of a session: per-client server, and this one is %s", s.Session))
 	}
-	return nil
+	return s.validateAuth()
 }
 
 // Settings is the content of mcpmux.yaml.

@@ -40,6 +40,8 @@ func FuzzParseServer(f *testing.F) {
 	for _, s := range []string{
 		"tool_command: npx\nargs: [\"-y\", \"x\"]\n",
 		"name: a\nurl: https://h/mcp\nheaders: {Authorization: \"Bearer ${KEY}\"}\n",
+		"url: https://h/mcp\nauth: oauth\n",
+		"url: https://h/mcp\nauth: {type: client_credentials, client_id: a, client_secret: \"${KEY}\", scopes: [x]}\n",
 		"tool_command: x\nenv: {A: 1, B: true, C: ${HOME}}\ntimeout: 90s\ntool_timeouts: {t: 5}\n",
 		"tool_command: x\nsession: per-client\nidle_timeout: 10m\nprefix: \"\"\n",
 		"type: sse\nurl: http://127.0.0.1:1/sse\n",

@@ -102,6 +102,7 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 		if srv.Cwd != "" && !filepath.IsAbs(srv.Cwd) {
 			srv.Cwd = filepath.Join(dir, srv.Cwd)
 		}
+		srv.Auth.resolvePaths(dir)
 		if srv.IsEnabled() {
 			snap.Servers = append(snap.Servers, srv)
 		} else {
@@ -220,7 +221,7 @@ func decode(path string, data []byte, lookup LookupFunc, out any, found func(str
 		return ferr
 	}
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, sizeHook, scalarToStringHook),
+		DecodeHook:  mapstructure.ComposeDecodeHookFunc(authHook, durationHook, sizeHook, scalarToStringHook),
 		ErrorUnused: true,
 		TagName:     "koanf",
 		Result:      out,

@@ -96,6 +96,7 @@ func TestSchemaMatchesStructs(t *testing.T) {
 		object map[string]any // the schema of the struct
 	}{
 		{reflect.TypeFor[Server](), tool, tool},
+		{reflect.TypeFor[Auth](), tool, sub(tool, "$defs", "auth")},
 		{reflect.TypeFor[Settings](), settings, settings},
 		{reflect.TypeFor[Profile](), settings, sub(settings, "$defs", "profile")},
 		{reflect.TypeFor[Rule](), settings, sub(settings, "$defs", "rule")},
@@ -265,6 +266,20 @@ max_concurrency: 4
 	{doc: "tool_command: x\nidle_timeout: [1]\n"},
 	{doc: "tool_command: x\nmax_concurrency: -1\n"},
 	{doc: "tool_command: x\nmax_concurrency: many\n"},
+
+	{doc: "url: https://mcp.linear.app/mcp\nauth: oauth\n", valid: true},
+	{doc: "url: https://h/mcp\nauth: {type: oauth, client_id: a, client_secret: \"${env:TOKEN}\", scopes: [read, \"write:all\"], redirect_port: 8765, client_metadata_url: https://m.example/client.json}\n", valid: true},
+	{doc: "url: https://h/mcp\nauth: {type: client_credentials, client_id: a, client_secret: b}\n", valid: true},
+	{doc: "url: https://h/mcp\nauth: {type: client_credentials, client_id: a, private_key_file: k.pem, signing_algorithm: ES256}\n", valid: true},
+	{doc: "url: https://h/mcp\nauth: {type: token_file, token_file: /run/secrets/t}\n", valid: true},
+	{doc: "url: https://h/mcp\nauth: basic\n"},
+	{doc: "url: https://h/mcp\nauth: {client_id: a}\n"},
+	{doc: "url: https://h/mcp\nauth: {type: oauth, redirect_port: -1}\n"},
+	{doc: "url: https://h/mcp\nauth: {type: oauth, scopes: [\"a b\"]}\n"},
+	{doc: "url: https://h/mcp\nauth: {type: oauth, client_metadata_url: \"https://m.example/\"}\n"},
+	{doc: "url: https://h/mcp\nauth: {type: oauth, extra: 1}\n"},
+	{doc: "url: https://h/mcp\nauth: {type: client_credentials, client_id: a, private_key: k, signing_algorithm: none}\n"},
+	{doc: "url: https://h/mcp\nauth: [oauth]\n"},
 
 	// An empty scalar reads as absent; the schema flags it, since
 	// "prefix:" with nothing after it was most likely meant as "".

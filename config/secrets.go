@@ -60,6 +60,9 @@ func (s *Server) Secrets() []string {
 		out = append(out, urlPassword(v)...)
 	}
 	out = append(out, urlPassword(s.URL)...)
+	if a := s.Auth; a != nil {
+		out = append(out, a.ClientSecret, a.PrivateKey)
+	}
 	return out
 }
 
@@ -105,6 +108,11 @@ func looseSecrets(data []byte, lookup LookupFunc) []string {
 		}
 	}
 	srv.URL, _ = k.Get("url").(string)
+	if auth, ok := k.Get("auth").(map[string]any); ok {
+		srv.Auth = &Auth{}
+		srv.Auth.ClientSecret, _ = auth["client_secret"].(string)
+		srv.Auth.PrivateKey, _ = auth["private_key"].(string)
+	}
 	return srv.Secrets()
 }
 

@@ -24,8 +24,8 @@ func BenchmarkCallLine(b *testing.B) {
 			for b.Loop() {
 				c := j.Begin(Start{Task: "task-1", Session: "s", Profile: "", Client: &Client{Name: "agent", Version: "1"}, Tool: "kb__ask", Arguments: args})
 				c.Routed("kb", "")
-				c.Answered("kb__ask", args, res, false)
-				c.End(res)
+				c.Answered("kb__ask", args, EncodeResult(res), false)
+				c.End(encoded(res))
 			}
 		})
 	}

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Start describes a client's call as it begins.
@@ -37,9 +35,6 @@ type record struct {
 	line    CallLine
 	catalog func() []Server
 	answers []Answer
-	// answered is the result of the only answer so far: if the client
-	// gets it untouched, its encoding serves as the line's result.
-	answered *mcp.CallToolResult
 }
 
 // Begin starts the record of a client's call; nil if the journal is off.
@@ -102,39 +97,29 @@ func (c *Call) Failed(kind string, timeout time.Duration) {
 }
 
 // Answered records what a run step answered for a call of tool (exposed
-// name) with args: a server's result, or a replayed one.
-func (c *Call) Answered(tool string, args json.RawMessage, res *mcp.CallToolResult, replayed bool) {
+// name) with args: a server's result, or a replayed one, encoded.
+func (c *Call) Answered(tool string, args, result json.RawMessage, replayed bool) {
 	if c == nil {
 		return
 	}
 	if replayed {
 		c.rec.line.Replayed = true
 	}
-	c.rec.answered = nil
-	if len(c.rec.answers) == 0 {
-		c.rec.answered = res
-	}
-	c.rec.answers = append(c.rec.answers, Answer{Tool: tool, Arguments: args, Result: EncodeResult(res)})
+	c.rec.answers = append(c.rec.answers, Answer{Tool: tool, Arguments: args, Result: result})
 }
 
-// End writes the call's line, with res, what the client gets. It returns
-// at once for a derived call, whose client call writes the line.
-func (c *Call) End(res *mcp.CallToolResult) {
+// End writes the call's line, with result, what the client gets, encoded,
+// and whether it is an error result. It returns at once for a derived
+// call, whose client call writes the line.
+func (c *Call) End(result json.RawMessage, isError bool) {
 	if c == nil || c.derived {
 		return
 	}
 	r := c.rec
 	l := &r.line
 	l.DurationMS = float64(time.Since(r.start).Microseconds()) / 1000
-	l.IsError = res != nil && res.IsError
-	// After its run step the pipeline changes a result only with a note
-	// of auto-correction or by a rule, both of which the record knows of:
-	// without them, the client got the answer as it came, encoded already.
-	if res != nil && res == r.answered && l.CorrectedTo == "" && len(l.Hits) == 0 {
-		l.Result = r.answers[0].Result
-	} else {
-		l.Result = EncodeResult(res)
-	}
+	l.IsError = isError
+	l.Result = result
 	if len(l.Hits) < 2 {
 		l.Hits = nil
 	}

@@ -39,6 +39,7 @@ mcpmux_server_restarts_total{server="a"} 2
 # HELP mcpmux_server_state State of each configured tool server: 1 for its current state, 0 for the others.
 # TYPE mcpmux_server_state gauge
 mcpmux_server_state{server="a",state="failed"} 1
+mcpmux_server_state{server="a",state="needs login"} 0
 mcpmux_server_state{server="a",state="restarting"} 0
 mcpmux_server_state{server="a",state="starting"} 0
 mcpmux_server_state{server="a",state="stopped"} 0
@@ -49,7 +50,7 @@ mcpmux_server_state{server="a",state="up"} 0
 	}
 	statuses[0].State = upstream.StateUp
 	statuses = append(statuses, upstream.Status{Name: "b", State: upstream.StateUp})
-	if n := testutil.CollectAndCount(m.Registry(), "mcpmux_server_state"); n != 10 {
-		t.Errorf("%d mcpmux_server_state series for 2 servers, want 10", n)
+	if n := testutil.CollectAndCount(m.Registry(), "mcpmux_server_state"); n != 12 {
+		t.Errorf("%d mcpmux_server_state series for 2 servers, want 12", n)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // state is exported for every server (1 for the current one, 0 for the
 // others), so that a query need not know which ones exist.
 var states = []upstream.State{
-	upstream.StateStarting, upstream.StateUp, upstream.StateRestarting, upstream.StateFailed, upstream.StateStopped,
+	upstream.StateStarting, upstream.StateUp, upstream.StateRestarting, upstream.StateFailed, upstream.StateNeedsLogin, upstream.StateStopped,
 }
 
 var (

@@ -30,6 +30,8 @@ func withoutFallback(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noFallbackKey{}, true)
 }
 
+func (f *fallback) inspects(c *Call, isError bool) bool { return isError && f.tools.match(c) }
+
 func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, env *Env) *mcp.CallToolResult {
 	if !res.IsError || env == nil || env.Call == nil || ctx.Err() != nil || ctx.Value(noFallbackKey{}) != nil {
 		return res

@@ -21,6 +21,8 @@ type redact struct {
 	urls  urlSet
 }
 
+func (r *redact) inspects(c *Call, _ bool) bool { return r.tools.match(c) }
+
 func (r *redact) after(_ context.Context, c *Call, res *mcp.CallToolResult, env *Env) *mcp.CallToolResult {
 	if !r.tools.match(c) {
 		return res

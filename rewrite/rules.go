@@ -27,6 +27,9 @@ type beforeRule interface {
 // afterRule may change the result of a call.
 type afterRule interface {
 	after(ctx context.Context, c *Call, res *mcp.CallToolResult, env *Env) *mcp.CallToolResult
+	// inspects reports whether the rule may act on the result of c, which
+	// is an error result or not, without looking inside it.
+	inspects(c *Call, isError bool) bool
 }
 
 var (
@@ -140,6 +143,21 @@ func (r *Rules) Before(c *Call, env *Env) *mcp.CallToolResult {
 		}
 	}
 	return nil
+}
+
+// Inspects reports whether a rule that acts on results may act on the
+// result of c, an error result or not: a caller that holds the result
+// encoded need decode it for After only then.
+func (r *Rules) Inspects(c *Call, isError bool) bool {
+	if r == nil {
+		return false
+	}
+	for _, rule := range r.after {
+		if rule.inspects(c, isError) {
+			return true
+		}
+	}
+	return false
 }
 
 // After runs the rules that act on a call's result, in order, and returns

@@ -183,16 +183,36 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 			return cl.CreateMessage(ctx, req.Params)
 		}
 	}
-	if f.FormElicitation || f.URLElicitation {
+	if f.elicits() {
+		// Declares elicitation; requests are answered by elicitMiddleware.
 		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			cl, err := c.caller()
-			if err != nil {
-				return nil, forwardError("elicitation/create", err)
-			}
-			return cl.Elicit(ctx, req.Params)
+			return c.elicit(ctx, req.Params)
 		}
 	}
 	return opts
+}
+
+// elicit forwards a server's elicitation to the client of its call.
+func (c *conn) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	cl, err := c.caller()
+	if err != nil {
+		return nil, forwardError("elicitation/create", err)
+	}
+	return cl.Elicit(ctx, p)
+}
+
+// elicitMiddleware answers elicitation/create with the client's answer as
+// it came: the go-sdk's own handling would check it against the requested
+// schema and fill in the schema's defaults, so that the server got fields
+// the user never sent. Only on a connection that declared elicitation.
+func (c *conn) elicitMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r, ok := req.(*mcp.ElicitRequest)
+		if method != "elicitation/create" || !ok || r.Params == nil || !c.features.elicits() {
+			return next(ctx, method, req)
+		}
+		return c.elicit(ctx, r.Params)
+	}
 }
 
 // rootsHandler answers roots/list for the server; the go-sdk client

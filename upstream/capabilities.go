@@ -37,6 +37,9 @@ type ClientFeatures struct {
 	URLElicitation  bool // elicitation/create, URL mode
 }
 
+// elicits reports whether f declares elicitation in some mode.
+func (f ClientFeatures) elicits() bool { return f.FormElicitation || f.URLElicitation }
+
 // AllFeatures is what a shared connection declares: everything mcpmux can
 // forward to the client of a call.
 var AllFeatures = ClientFeatures{Roots: true, Sampling: true, SamplingTools: true, FormElicitation: true, URLElicitation: true}
@@ -246,7 +249,7 @@ func (s *Server) runProbe(pr *probe, f ClientFeatures) {
 	defer c.close()
 	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
 	defer cancel()
-	tools, err := listTools(ctx, c.cs)
+	tools, _, err := listTools(ctx, c)
 	if err != nil {
 		pr.err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
 		s.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)

@@ -40,20 +40,23 @@ const (
 // conn is one MCP client session with a tool server: a child process or an
 // HTTP session.
 type conn struct {
-	srv     *Server
-	cs      *mcp.ClientSession
-	cancel  context.CancelFunc // ends the context the session was opened with
-	pid     int                // process group of a stdio child; 0 for remote servers
-	cmd     *exec.Cmd          // the stdio child; nil for remote servers
-	groups  GroupTracker       // told when the child's group has ended; may be nil
-	limit   limiter            // max_concurrency of a per-client connection
-	started time.Time
-	task    string // task id the connection was opened for (per-client)
+	srv      *Server
+	cs       *mcp.ClientSession
+	cancel   context.CancelFunc // ends the context the session was opened with
+	pid      int                // process group of a stdio child; 0 for remote servers
+	cmd      *exec.Cmd          // the stdio child; nil for remote servers
+	groups   GroupTracker       // told when the child's group has ended; may be nil
+	limit    limiter            // max_concurrency of a per-client connection
+	started  time.Time
+	task     string         // task id the connection was opened for (per-client)
+	features ClientFeatures // the capabilities it declares
 
-	gate    *progressGate // orders answers after the progress before them
-	refresh chan struct{} // tools/list_changed seen; capacity 1, coalescing
-	done    chan struct{} // closed when the session has ended (see watch)
-	waitErr error         // why it ended; set before done is closed
+	wire    mcp.Connection // the session's connection, for raw requests (raw.go)
+	raw     *rawCalls      // raw requests waiting for their answers
+	gate    *progressGate  // orders answers after the progress before them
+	refresh chan struct{}  // tools/list_changed seen; capacity 1, coalescing
+	done    chan struct{}  // closed when the session has ended (see watch)
+	waitErr error          // why it ended; set before done is closed
 
 	mu       sync.Mutex
 	requests map[string]*inflight // by progress token
@@ -90,17 +93,17 @@ func (srv *Server) dial(parent context.Context, task string, f ClientFeatures) (
 
 // connect opens the session; ctx bounds the attempt and the connection.
 func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (*conn, error) {
-	c := &conn{srv: srv, started: time.Now(), task: task, gate: newProgressGate(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
+	c := &conn{srv: srv, started: time.Now(), task: task, features: f, gate: newProgressGate(), raw: newRawCalls(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
 	if srv.cfg.PerClient() {
 		c.limit = newLimiter(srv.cfg.MaxConcurrency)
 	}
 	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions(f))
-	client.AddReceivingMiddleware(c.rootsMiddleware)
+	client.AddReceivingMiddleware(c.rootsMiddleware, c.elicitMiddleware)
 	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocol}
 
 	if f := srv.opts.Transport; f != nil {
 		if t := f(srv.cfg); t != nil {
-			cs, err := client.Connect(ctx, countTransport(t, c.gate), sessOpts)
+			cs, err := client.Connect(ctx, c.tap(t, c.gate), sessOpts)
 			if err != nil {
 				return nil, fmt.Errorf("connecting: %w", err)
 			}
@@ -109,7 +112,7 @@ func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (
 		}
 	}
 	if srv.cfg.IsRemote() {
-		cs, err := srv.dialRemote(ctx, client, sessOpts, c.gate)
+		cs, err := srv.dialRemote(ctx, client, sessOpts, c)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +125,7 @@ func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (
 		return nil, err
 	}
 	child := &childTransport{CommandTransport: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, groups: srv.opts.Groups}
-	cs, err := client.Connect(ctx, countTransport(child, c.gate), sessOpts)
+	cs, err := client.Connect(ctx, c.tap(child, c.gate), sessOpts)
 	stderr.started()
 	if cmd.Process != nil {
 		c.pid = cmd.Process.Pid
@@ -151,10 +154,21 @@ func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (
 
 // dialRemote connects over Streamable HTTP and falls back to legacy SSE when
 // the server does not speak it (as the MCP spec's compatibility notes say).
-func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp.ClientSessionOptions, gate *progressGate) (*mcp.ClientSession, error) {
-	hc := &http.Client{Transport: &progressBodies{base: &headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers}, gate: gate}}
+// A server with auth: is authorized by its OAuth handler, and does not
+// fall back: its failure is about authorization, not the transport.
+func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp.ClientSessionOptions, c *conn) (*mcp.ClientSession, error) {
+	h, err := srv.authHandler()
+	if err != nil {
+		return nil, err
+	}
+	base := http.RoundTripper(&headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers})
+	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate}}}
 	sse := func() (*mcp.ClientSession, error) {
-		return client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc}, opts)
+		sc := hc
+		if h != nil {
+			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h}, gate: c.gate}}}
+		}
+		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: sc}, nil), opts)
 	}
 	if srv.cfg.Type == config.TransportSSE || srv.useSSE.Load() {
 		cs, err := sse()
@@ -163,12 +177,19 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		}
 		return cs, nil
 	}
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2}, opts)
+	t := &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2}
+	if h != nil {
+		t.OAuthHandler = h
+	}
+	cs, err := client.Connect(ctx, c.tap(t, nil), opts)
 	if err == nil {
 		return cs, nil
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("connecting to %s: no answer within %v: %w", srv.cfg.URL, srv.connectTimeout(), err)
+	}
+	if h != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", srv.cfg.URL, err)
 	}
 	cs, sseErr := sse()
 	if sseErr != nil {
@@ -332,6 +353,7 @@ func childEnv(base []string, extra map[string]string, task string) []string {
 func (c *conn) watch() {
 	go func() {
 		c.waitErr = c.cs.Wait()
+		c.raw.end(c.waitErr)
 		close(c.done)
 	}()
 }

@@ -13,10 +13,15 @@ import (
 // server does not advertise in its capabilities is empty. Values are never
 // modified once published.
 type Features struct {
-	Tools     []*mcp.Tool
-	Prompts   []*mcp.Prompt
-	Resources []*mcp.Resource
-	Templates []*mcp.ResourceTemplate
+	Tools []*mcp.Tool
+	// ToolJSON holds each tool's definition as the server listed it, by
+	// name: with the fields the go-sdk's types do not have (a tool's
+	// execution) and those they lose (a false that is omitted).
+	ToolJSON   map[string]json.RawMessage
+	Prompts    []*mcp.Prompt
+	PromptJSON map[string]json.RawMessage // each prompt as listed, by name
+	Resources  []*mcp.Resource
+	Templates  []*mcp.ResourceTemplate
 	// Subscribe reports whether the server supports resources/subscribe.
 	Subscribe bool
 	// Completions reports whether the server supports completion/complete.
@@ -33,7 +38,10 @@ const (
 )
 
 // listFeatures fetches every page of every list the server advertises.
-func listFeatures(ctx context.Context, cs *mcp.ClientSession) (Features, error) {
+// Tools and prompts are listed with raw requests (raw.go), so that their
+// definitions are kept as the server sent them.
+func listFeatures(ctx context.Context, c *conn) (Features, error) {
+	cs := c.cs
 	var f Features
 	caps := &mcp.ServerCapabilities{}
 	if ir := cs.InitializeResult(); ir != nil {
@@ -46,23 +54,17 @@ func listFeatures(ctx context.Context, cs *mcp.ClientSession) (Features, error) 
 	// Tools are listed even when not advertised: some servers forget the
 	// capability, and a server without tools answers with an empty list or
 	// an error we can report.
-	if f.Tools, err = listTools(ctx, cs); err != nil {
+	if f.Tools, f.ToolJSON, err = listTools(ctx, c); err != nil {
 		if caps.Tools != nil {
 			return f, fmt.Errorf("listing tools: %w", err)
 		}
-		f.Tools = nil
+		f.Tools, f.ToolJSON = nil, nil
 	}
 	for _, t := range f.Tools {
 		encodeSchemas(t)
 	}
 	if caps.Prompts != nil {
-		if f.Prompts, err = listAll(ctx, "prompts", func(c string) ([]*mcp.Prompt, string, error) {
-			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: c})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Prompts, r.NextCursor, nil
-		}); err != nil {
+		if f.Prompts, f.PromptJSON, err = listRaw[mcp.Prompt](ctx, c, "prompts/list", "prompts", func(p *mcp.Prompt) string { return p.Name }); err != nil {
 			return f, fmt.Errorf("listing prompts: %w", err)
 		}
 	}
@@ -91,15 +93,83 @@ func listFeatures(ctx context.Context, cs *mcp.ClientSession) (Features, error) 
 	return f, nil
 }
 
-// listTools fetches every page of the server's tools.
-func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
-	return listAll(ctx, "tools", func(c string) ([]*mcp.Tool, string, error) {
-		r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
+// listTools fetches every page of the server's tools, decoded and as
+// listed.
+func listTools(ctx context.Context, c *conn) ([]*mcp.Tool, map[string]json.RawMessage, error) {
+	tools, raw, err := listRaw[listedTool](ctx, c, "tools/list", "tools", func(t *listedTool) string { return t.Name })
+	out := make([]*mcp.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = t.tool()
+	}
+	return out, raw, err
+}
+
+// listedTool decodes a listed tool with its schemas as JSON: decoding them
+// into maps, as mcp.Tool's own fields would, costs far more memory for a
+// big catalog, and they are kept encoded anyway (encodeSchemas). The
+// outer fields shadow the embedded ones of the same name.
+type listedTool struct {
+	mcp.Tool
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+}
+
+func (t *listedTool) tool() *mcp.Tool {
+	out := t.Tool
+	if t.InputSchema != nil {
+		out.InputSchema = t.InputSchema
+	}
+	if t.OutputSchema != nil {
+		out.OutputSchema = t.OutputSchema
+	}
+	return &out
+}
+
+// listRaw fetches every page of a list with raw requests: the items
+// decoded, and each as the server sent it, by the name key gives it (the
+// last of a name wins, as it would in a client's map).
+func listRaw[T any](ctx context.Context, c *conn, method, field string, key func(*T) string) ([]*T, map[string]json.RawMessage, error) {
+	raw := map[string]json.RawMessage{}
+	items, err := listAll(ctx, field, func(cursor string) ([]*T, string, error) {
+		var params struct {
+			Cursor string `json:"cursor,omitempty"`
+		}
+		params.Cursor = cursor
+		res, err := c.rawCall(ctx, method, &params)
 		if err != nil {
 			return nil, "", err
 		}
-		return r.Tools, r.NextCursor, nil
+		var page map[string]json.RawMessage
+		if err := json.Unmarshal(res, &page); err != nil {
+			return nil, "", fmt.Errorf("reading %s: %w", method, err)
+		}
+		var (
+			list []json.RawMessage
+			next string
+		)
+		if err := json.Unmarshal(page[field], &list); err != nil {
+			return nil, "", fmt.Errorf("reading %s: %s: %w", method, field, err)
+		}
+		if n := page["nextCursor"]; n != nil {
+			if err := json.Unmarshal(n, &next); err != nil {
+				return nil, "", fmt.Errorf("reading %s: nextCursor: %w", method, err)
+			}
+		}
+		out := make([]*T, 0, len(list))
+		for _, item := range list {
+			v := new(T)
+			if err := json.Unmarshal(item, v); err != nil {
+				return nil, "", fmt.Errorf("reading %s: %w", method, err)
+			}
+			raw[key(v)] = item
+			out = append(out, v)
+		}
+		return out, next, nil
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return items, raw, nil
 }
 
 // encodeSchemas replaces a freshly listed tool's schemas, decoded by the

@@ -9,9 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Notification ordering.
@@ -91,43 +88,6 @@ func (g *progressGate) wait(ctx context.Context) {
 // waits for: those forwarded to the caller of the call.
 func gated(method string) bool {
 	return method == "notifications/progress" || method == "notifications/message"
-}
-
-// countTransport makes t report the gated notifications it reads to g.
-// Streamable HTTP connections cannot be wrapped (the SDK relies on their
-// unexported methods); their notifications are counted in the HTTP bodies
-// instead, by progressBodies.
-func countTransport(t mcp.Transport, g *progressGate) mcp.Transport {
-	if _, ok := t.(*mcp.StreamableClientTransport); ok {
-		return t
-	}
-	return &countingTransport{Transport: t, gate: g}
-}
-
-type countingTransport struct {
-	mcp.Transport
-	gate *progressGate
-}
-
-func (t *countingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &countingConn{Connection: c, gate: t.gate}, nil
-}
-
-type countingConn struct {
-	mcp.Connection
-	gate *progressGate
-}
-
-func (c *countingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && gated(req.Method) {
-		c.gate.sawRead()
-	}
-	return msg, err
 }
 
 // progressBodies counts the gated notifications in the SSE streams of

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/oauth"
 )
 
 // State is the condition of a server's connection.
@@ -69,6 +71,15 @@ type Options struct {
 	// start until it has ended, so that it can end the groups should
 	// mcpmux die without closing them (see internal/reaper).
 	Groups GroupTracker
+	// Tokens keeps the OAuth tokens of servers with auth: oauth (see
+	// package oauth); without it such servers cannot connect.
+	Tokens *oauth.Store
+	// Authorize, if set, shows a server's OAuth authorization URL to
+	// whoever can approve the access (`mcpmux login`, tests), and the
+	// server runs the authorization code flow when it must. Without it a
+	// server whose tokens are missing, expired beyond refresh or revoked
+	// is StateNeedsLogin until tokens are stored.
+	Authorize func(ctx context.Context, server, authURL string) error
 }
 
 // GroupTracker learns the process groups of the children while they run.
@@ -116,6 +127,10 @@ type Server struct {
 	log    *slog.Logger
 	sdkLog *slog.Logger // for the go-sdk client; its Info is our Debug
 	useSSE atomic.Bool  // the URL turned out to speak legacy SSE only
+
+	authOnce sync.Once     // makes auth
+	auth     oauth.Handler // the auth: section's OAuth handler; nil without one
+	authErr  error
 
 	ctx      context.Context // cancelled by Stop
 	cancel   context.CancelFunc
@@ -285,6 +300,13 @@ func (s *Server) supervise() {
 			}
 			return
 		}
+		if nl := asNeedsLogin(err); nl != nil {
+			finishFirst()
+			if !s.awaitLogin(nl) {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			withdrawn := s.failed(err)
 			delay := bo.next()
@@ -332,6 +354,16 @@ func (s *Server) supervise() {
 		s.mu.Lock()
 		if s.cur == c {
 			s.cur = nil
+		}
+		if s.state == StateNeedsLogin {
+			// A call found the authorization gone (see loginLost).
+			err := s.lastErr
+			s.mu.Unlock()
+			c.close()
+			if !s.awaitLogin(err) {
+				return
+			}
+			continue
 		}
 		s.restarts++
 		reason := connLostError(lost)
@@ -389,7 +421,7 @@ func (s *Server) connectAndList() (*conn, Features, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
 	defer cancel()
 	s.applyLogLevel(ctx, c)
-	f, err := listFeatures(ctx, c.cs)
+	f, err := listFeatures(ctx, c)
 	if err != nil {
 		c.close()
 		return nil, Features{}, err
@@ -436,7 +468,7 @@ func (s *Server) refreshLoop(c *conn) {
 		case <-c.refresh:
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, refreshListTimeout)
-		f, err := listFeatures(ctx, c.cs)
+		f, err := listFeatures(ctx, c)
 		cancel()
 		if err != nil {
 			s.log.Warn("refreshing the server's lists failed", "error", err)
@@ -501,52 +533,59 @@ type hooks struct {
 	streamClosed func(retry time.Duration) (unreachable bool)
 }
 
-// CallTool calls a tool on the server. Errors are of the types in errors.go
-// or the context's error; a tool's own failure is a result with IsError.
-func (s *Server) CallTool(ctx context.Context, p CallParams) (*mcp.CallToolResult, error) {
-	return run(ctx, s, p.Request, hooks{p.Progress, p.StreamClosed}, func(ctx context.Context, cs *mcp.ClientSession, token string) (*mcp.CallToolResult, error) {
+// CallTool calls a tool on the server and returns its result as the server
+// sent it: a raw request (raw.go), whose result is neither decoded nor
+// re-encoded on its way to the client. Errors are of the types in
+// errors.go or the context's error; a tool's own failure is a result with
+// isError.
+func (s *Server) CallTool(ctx context.Context, p CallParams) (json.RawMessage, error) {
+	return run(ctx, s, p.Request, hooks{p.Progress, p.StreamClosed}, func(ctx context.Context, c *conn, token string) (json.RawMessage, error) {
 		params := *p.Params
+		if params.Arguments == nil {
+			params.Arguments = json.RawMessage("{}") // TypeScript servers reject "arguments": null
+		}
 		if p.Progress != nil {
 			params.Meta = withProgressToken(params.Meta, token)
 		}
-		return cs.CallTool(ctx, &params)
+		return c.rawCall(ctx, "tools/call", &params)
 	})
 }
 
 // GetPrompt gets a prompt from the server.
 func (s *Server) GetPrompt(ctx context.Context, r Request, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
-	return run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.GetPromptResult, error) {
-		return cs.GetPrompt(ctx, p)
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (*mcp.GetPromptResult, error) {
+		return c.cs.GetPrompt(ctx, p)
 	})
 }
 
 // ReadResource reads a resource from the server.
 func (s *Server) ReadResource(ctx context.Context, r Request, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
-	return run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.ReadResourceResult, error) {
-		return cs.ReadResource(ctx, p)
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (*mcp.ReadResourceResult, error) {
+		return c.cs.ReadResource(ctx, p)
 	})
 }
 
-// Complete asks the server for completions.
-func (s *Server) Complete(ctx context.Context, r Request, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	return run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (*mcp.CompleteResult, error) {
-		return cs.Complete(ctx, p)
+// Complete asks the server for completions, and returns its result as it
+// sent it (a raw request, raw.go).
+func (s *Server) Complete(ctx context.Context, r Request, p *mcp.CompleteParams) (json.RawMessage, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (json.RawMessage, error) {
+		return c.rawCall(ctx, "completion/complete", p)
 	})
 }
 
 // Subscribe subscribes to updates of a resource, on the caller's
 // connection (the shared one, or the caller's own).
 func (s *Server) Subscribe(ctx context.Context, r Request, uri string) error {
-	_, err := run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
-		return struct{}{}, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	_, err := run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (struct{}, error) {
+		return struct{}{}, c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	})
 	return err
 }
 
 // Unsubscribe ends a subscription made with Subscribe.
 func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
-	_, err := run(ctx, s, r, hooks{}, func(ctx context.Context, cs *mcp.ClientSession, _ string) (struct{}, error) {
-		return struct{}{}, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	_, err := run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (struct{}, error) {
+		return struct{}{}, c.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
 	return err
 }
@@ -557,7 +596,7 @@ func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
 // An HTTP server that answers "unknown session" has not run the request:
 // it restarted and forgot us. Then the request is sent once more, on the
 // new session, so that the client never sees that restart.
-func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
+func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *conn, string) (R, error)) (R, error) {
 	res, err := runOnce(ctx, s, r, h, send)
 	if errors.Is(err, errSessionLost) {
 		s.log.Info("resending the request on a new session")
@@ -566,7 +605,7 @@ func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(co
 	return res, err
 }
 
-func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *mcp.ClientSession, string) (R, error)) (R, error) {
+func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *conn, string) (R, error)) (R, error) {
 	var zero R
 	if !s.cfg.PerClient() {
 		free, err := s.limit.take(ctx)
@@ -608,7 +647,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send fun
 	}
 	token := newProgressToken()
 	defer c.begin(token, req)()
-	res, err := send(cctx, c.cs, token)
+	res, err := send(cctx, c, token)
 	if err != nil {
 		return zero, s.callError(ctx, cctx, c, err)
 	}
@@ -639,17 +678,27 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 	if lost := lostCause(cctx); lost != nil {
 		return lost
 	}
-	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) {
-		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
+	if nl := asNeedsLogin(err); nl != nil {
+		s.loginLost(c, nl)
+		return &UnavailableError{Server: s.cfg.Name, Err: nl}
+	}
+	var refresh *oauth.RefreshError
+	if errors.As(err, &refresh) {
+		return &UnavailableError{Server: s.cfg.Name, Err: refresh}
 	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		// The HTTP server forgot our session (it restarted): reconnect. No
-		// new call may take this connection meanwhile.
+		// new call may take this connection meanwhile. (Checked before
+		// JSON-RPC errors: writing a request the server refuses so wraps
+		// the transport's own "rejected" error too.)
 		s.log.Warn("server lost our session; reconnecting")
 		c.stopTaking()
 		go c.close()
 		return &LostError{Server: s.cfg.Name, Err: errSessionLost}
+	}
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
 	}
 	if connGone(err) || isClosed(c) {
 		// The connection is gone: later calls must wait for the next one
@@ -701,7 +750,7 @@ func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
 		state, lastErr, changed := s.state, s.lastErr, s.changed
 		s.mu.Unlock()
 		switch state {
-		case StateFailed:
+		case StateFailed, StateNeedsLogin:
 			return nil, &UnavailableError{Server: s.cfg.Name, Err: lastErr}
 		case StateStopped:
 			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
@@ -780,6 +829,11 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 		s.mu.Lock()
 		delete(s.dialing, id)
 		close(wait)
+		if nl := asNeedsLogin(err); nl != nil {
+			s.setState(StateNeedsLogin, nl)
+		} else if err == nil && s.state == StateNeedsLogin {
+			s.setState(StateUp, nil) // logged in again
+		}
 		if err != nil {
 			s.mu.Unlock()
 			return nil, &UnavailableError{Server: s.cfg.Name, Err: err}
@@ -880,6 +934,7 @@ func (s *Server) stop(ctx context.Context, drain time.Duration, reason error) {
 	}
 	wg.Wait()
 	<-s.done
+	s.closeAuth()
 }
 
 // MaxCallTimeout is the longest call deadline of any of the server's tools.

@@ -319,8 +319,8 @@ func TestStopLetsCallsFinishWithinGrace(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		res, err := s.CallTool(context.Background(), callParams("block"))
-		if err == nil && res.Content[0].(*mcp.TextContent).Text != "released" {
-			err = fmt.Errorf("answer %v", res.Content)
+		if err == nil && resultText(res) != "released" {
+			err = fmt.Errorf("answer %s", res)
 		}
 		errc <- err
 	}()

@@ -29,8 +29,8 @@ func record(j *journal.Journal, task, tool, args, answer string) {
 	c := j.Begin(journal.Start{Task: task, Tool: tool, Arguments: json.RawMessage(args)})
 	c.Routed(strings.Split(tool, "__")[0], "")
 	res := text(answer)
-	c.Answered(tool, json.RawMessage(args), res, false)
-	c.End(res)
+	c.Answered(tool, json.RawMessage(args), journal.EncodeResult(res), false)
+	c.End(encoded(res))
 }
 
 func recorded(t *testing.T) string {
@@ -47,14 +47,14 @@ func recorded(t *testing.T) string {
 	// A fallback: the scraper's error, then fetch's page, under one line.
 	c := j.Begin(journal.Start{Task: "t1", Tool: "web__scrape", Arguments: json.RawMessage(`{"url":"u"}`)})
 	c.Routed("web", "")
-	c.Answered("web__scrape", json.RawMessage(`{"url":"u"}`), &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "unhandled errors"}}}, false)
-	c.Derived().Answered("fetch__fetch", json.RawMessage(`{"url":"u"}`), text("page"), false)
+	c.Answered("web__scrape", json.RawMessage(`{"url":"u"}`), journal.EncodeResult(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "unhandled errors"}}}), false)
+	c.Derived().Answered("fetch__fetch", json.RawMessage(`{"url":"u"}`), journal.EncodeResult(text("page")), false)
 	c.Hit("scrape-fallback", "fallback")
-	c.End(text("[Fallback] page"))
+	c.End(encoded(text("[Fallback] page")))
 	// A refusal: nothing to replay.
 	c = j.Begin(journal.Start{Task: "t1", Tool: "web__scrape", Arguments: json.RawMessage(`{"url":"hf"}`)})
 	c.Hit("no-benchmark-answers", "refused")
-	c.End(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "refused"}}})
+	c.End(encoded(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "refused"}}}))
 	j.Catalog(journal.Header{Task: "t1"}, []journal.Server{{Name: "web", Prefix: "web", Tools: []*mcp.Tool{{Name: "search"}, {Name: "old"}}}})
 	j.Catalog(journal.Header{Task: "t2", Profile: "p"}, []journal.Server{{Name: "web", Prefix: "web", Tools: []*mcp.Tool{{Name: "scrape"}, {Name: "search"}}}, {Name: "fetch", Prefix: "fetch", Tools: []*mcp.Tool{{Name: "fetch"}}}})
 	return dir
@@ -140,4 +140,9 @@ func TestBrokenLinesAreSkipped(t *testing.T) {
 	if res, _ := r.Answer("t1", "web__search", json.RawMessage(`{"q":"sun"}`)); textOf(res) != "sun" {
 		t.Errorf("%q", textOf(res))
 	}
+}
+
+// encoded is res as End takes it.
+func encoded(res *mcp.CallToolResult) (json.RawMessage, bool) {
+	return journal.EncodeResult(res), res.IsError
 }

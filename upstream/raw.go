@@ -1,0 +1,348 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Raw requests.
+//
+// The go-sdk's ClientSession sends only the methods it knows, and decodes
+// every answer into its own types, which drop the fields they do not have
+// (a tool's execution, a task's result) and cost a decode and an encode
+// per call. A raw request goes around it on the same connection: mcpmux
+// writes a jsonrpc.Request of its own on the session's Connection, with an
+// id the SDK never uses ("mcpmux-N"), and gets the answer as the server
+// sent it, as raw JSON. Everything else on the connection — the SDK's own
+// requests, notifications, the server's requests to mcpmux — passes
+// through untouched.
+//
+// Where the answer is taken off depends on the transport:
+//
+//   - stdio and legacy SSE: the Connection is wrapped (tapConn), and its
+//     Read hands answers to raw requests to their callers instead of the
+//     SDK;
+//   - Streamable HTTP: the SDK's connection cannot be wrapped (the SDK
+//     relies on its unexported methods), so it is used as it is, and the
+//     answer is read from the HTTP response of the request's POST (and of
+//     any GET resuming it) by rawBodies, while the SDK, reading the same
+//     bytes, drops an answer whose id it does not know.
+
+// rawIDPrefix starts the id of every raw request.
+const rawIDPrefix = "mcpmux-"
+
+var rawIDs atomic.Uint64
+
+// rawCalls are the raw requests of one connection waiting for their answer.
+type rawCalls struct {
+	mu      sync.Mutex
+	pending map[string]chan *jsonrpc.Response
+	err     error         // why the connection ended
+	done    chan struct{} // closed when it ended
+}
+
+func newRawCalls() *rawCalls {
+	return &rawCalls{pending: map[string]chan *jsonrpc.Response{}, done: make(chan struct{})}
+}
+
+// deliver hands resp to the raw request it answers, and reports whether it
+// was the answer of one (answers of the SDK's own requests are not).
+func (r *rawCalls) deliver(resp *jsonrpc.Response) bool {
+	id, ok := resp.ID.Raw().(string)
+	if !ok || !strings.HasPrefix(id, rawIDPrefix) {
+		return false
+	}
+	r.mu.Lock()
+	ch := r.pending[id]
+	delete(r.pending, id)
+	r.mu.Unlock()
+	if ch != nil {
+		ch <- resp // buffered
+	}
+	return true
+}
+
+// end fails the waiting requests with err, what ended the connection (a
+// read error, io.EOF, mcp.ErrConnectionClosed).
+func (r *rawCalls) end(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		if err == nil {
+			err = io.EOF
+		}
+		r.err = err
+		close(r.done)
+	}
+}
+
+// call sends a raw request with write, which writes a message on the
+// session's connection, and waits for its answer: the result as the
+// server sent it, or the error (a *jsonrpc.Error for a JSON-RPC error
+// answer). When ctx ends first, the server is told the request is
+// cancelled, as the SDK does for its own.
+func (r *rawCalls) call(ctx context.Context, write func(context.Context, jsonrpc.Message) error, method string, params json.RawMessage) (json.RawMessage, error) {
+	id := rawIDPrefix + strconv.FormatUint(rawIDs.Add(1), 10)
+	jid, _ := jsonrpc.MakeID(id)
+	ch := make(chan *jsonrpc.Response, 1)
+	r.mu.Lock()
+	if r.err != nil {
+		err := r.err
+		r.mu.Unlock()
+		return nil, err
+	}
+	r.pending[id] = ch
+	r.mu.Unlock()
+	forget := func() {
+		r.mu.Lock()
+		delete(r.pending, id)
+		r.mu.Unlock()
+	}
+	// The server is told when the request ends early, as the SDK tells it of
+	// its own: best effort, and not on the caller's time.
+	cancelled := func() error {
+		go func() {
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelNotifyTimeout)
+			defer cancel()
+			params, _ := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
+			_ = write(nctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
+		}()
+		return ctx.Err()
+	}
+	if err := write(withRawRequest(ctx, r), &jsonrpc.Request{ID: jid, Method: method, Params: params}); err != nil {
+		forget()
+		if ctx.Err() != nil {
+			// Over Streamable HTTP, writing waits for the response's
+			// headers, which a server may send only with its answer: the
+			// request was sent.
+			return nil, cancelled()
+		}
+		return nil, fmt.Errorf("sending %s: %w", method, err)
+	}
+	select {
+	case resp := <-ch:
+		if resp.Error != nil {
+			return nil, resp.Error
+		}
+		return resp.Result, nil
+	case <-r.done:
+		// What ended the connection, as the SDK gives its own requests.
+		forget()
+		return nil, r.err
+	case <-ctx.Done():
+		forget()
+		return nil, cancelled()
+	}
+}
+
+// tapConn is the Connection of a stdio or legacy SSE session: it takes the
+// answers of raw requests off the stream, and counts the notifications
+// answers wait for (see order.go) unless gate is nil.
+type tapConn struct {
+	mcp.Connection
+	gate *progressGate // nil: counted in the HTTP bodies (progressBodies)
+	raw  *rawCalls
+}
+
+func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.raw.end(err)
+			}
+			return nil, err
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Request:
+			if c.gate != nil && gated(m.Method) {
+				c.gate.sawRead()
+			}
+		case *jsonrpc.Response:
+			if c.raw.deliver(m) {
+				continue
+			}
+		}
+		return msg, nil
+	}
+}
+
+func (c *tapConn) Close() error {
+	c.raw.end(mcp.ErrConnectionClosed)
+	return c.Connection.Close()
+}
+
+// tap returns t connecting c's session so that raw requests can be sent
+// on it: the Connection is recorded as c.wire, and for every transport but
+// Streamable HTTP wrapped in a tapConn. gate, if set, counts the
+// notifications read (nil where the HTTP bodies count them).
+func (c *conn) tap(t mcp.Transport, gate *progressGate) mcp.Transport {
+	return &tapTransport{Transport: t, gate: gate, c: c}
+}
+
+type tapTransport struct {
+	mcp.Transport
+	gate *progressGate
+	c    *conn
+}
+
+func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	wire, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.c.wire = wire
+	if _, streamable := t.Transport.(*mcp.StreamableClientTransport); streamable {
+		// Tapped in its HTTP bodies (rawBodies, progressBodies).
+		return wire, nil
+	}
+	return &tapConn{Connection: wire, gate: t.gate, raw: t.c.raw}, nil
+}
+
+// rawCall sends a raw request on the connection and returns the server's
+// result as it sent it. params are encoded unless already raw JSON.
+func (c *conn) rawCall(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if c.wire == nil {
+		return nil, errNoRawWire
+	}
+	raw, ok := params.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", method, err)
+		}
+	}
+	return c.raw.call(ctx, c.wire.Write, method, raw)
+}
+
+// cancelNotifyTimeout bounds sending notifications/cancelled for a raw
+// request, as the go-sdk bounds its own.
+const cancelNotifyTimeout = 5 * time.Second
+
+type rawRequestKey struct{}
+
+// withRawRequest marks the context of a raw request, so that rawBodies
+// reads its answer from the HTTP response.
+func withRawRequest(ctx context.Context, r *rawCalls) context.Context {
+	return context.WithValue(ctx, rawRequestKey{}, r)
+}
+
+// rawBodies reads the answers of raw requests from the HTTP responses of
+// their POSTs (and of GETs resuming their streams), which the go-sdk reads
+// too: it drops answers whose ids it does not know.
+type rawBodies struct {
+	base http.RoundTripper
+}
+
+func (t *rawBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	r, _ := req.Context().Value(rawRequestKey{}).(*rawCalls)
+	if err != nil || r == nil || resp.StatusCode/100 != 2 {
+		return resp, err
+	}
+	switch baseMediaType(resp.Header.Get("Content-Type")) {
+	case "text/event-stream":
+		resp.Body = &rawEvents{ReadCloser: resp.Body, raw: r}
+	case "application/json":
+		resp.Body = &rawJSON{ReadCloser: resp.Body, raw: r}
+	}
+	return resp, err
+}
+
+func baseMediaType(v string) string {
+	v, _, _ = strings.Cut(v, ";")
+	return strings.ToLower(strings.TrimSpace(v))
+}
+
+// deliverData delivers the answers of raw requests among the JSON-RPC
+// messages in data: one message, or a batch.
+func (r *rawCalls) deliverData(data []byte) {
+	data = bytes.TrimSpace(data)
+	if !bytes.Contains(data, []byte(rawIDPrefix)) {
+		return // not ours: nothing to decode
+	}
+	msgs := []json.RawMessage{data}
+	if len(data) > 0 && data[0] == '[' {
+		if json.Unmarshal(data, &msgs) != nil {
+			return
+		}
+	}
+	for _, m := range msgs {
+		if msg, err := jsonrpc.DecodeMessage(m); err == nil {
+			if resp, ok := msg.(*jsonrpc.Response); ok {
+				r.deliver(resp)
+			}
+		}
+	}
+}
+
+// rawJSON reads an application/json answer to a raw request.
+type rawJSON struct {
+	io.ReadCloser
+	raw  *rawCalls
+	body bytes.Buffer
+}
+
+func (b *rawJSON) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.body.Write(p[:n])
+	if err == io.EOF {
+		b.raw.deliverData(b.body.Bytes())
+	}
+	return n, err
+}
+
+// rawEvents reads the events of an event stream that carries the answer to
+// a raw request: an event's data lines, joined, are a message.
+type rawEvents struct {
+	io.ReadCloser
+	raw  *rawCalls
+	line []byte // the current line so far
+	data []byte // the current event's data
+}
+
+func (b *rawEvents) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	for rest := p[:n]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			b.line = append(b.line, rest...)
+			break
+		}
+		b.line = append(b.line, rest[:i]...)
+		rest = rest[i+1:]
+		line := bytes.TrimSuffix(b.line, []byte("\r"))
+		switch {
+		case len(line) == 0: // end of the event
+			if len(b.data) > 0 {
+				b.raw.deliverData(b.data)
+			}
+			b.data = b.data[:0]
+		case bytes.HasPrefix(line, []byte("data:")):
+			v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+			if len(b.data) > 0 {
+				b.data = append(b.data, '\n')
+			}
+			b.data = append(b.data, v...)
+		}
+		b.line = b.line[:0]
+	}
+	return n, err
+}
+
+// errNoRawWire is returned for a raw request on a connection whose
+// transport was not connected through tapTransport.
+var errNoRawWire = errors.New("the connection takes no raw requests")

@@ -1,0 +1,138 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
+)
+
+// exactResult is a tool result a server encodes itself: fields and number
+// forms the go-sdk's types would not keep.
+type exactResult struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+func (r *exactResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// A tool's result reaches the caller as the server sent it: not decoded
+// into the go-sdk's types and encoded again, which would drop what they
+// do not know.
+func TestCallToolResultAsSent(t *testing.T) {
+	const sent = `{"content":[{"type":"text","text":"x","x-item":1}],"isError":false,"x-unknown":{"n":2.50,"big":12345678901234567890}}`
+	var cancelled = make(chan string, 1)
+	transport := func(cfg *config.Server) mcp.Transport {
+		s := mcp.NewServer(&mcp.Implementation{Name: cfg.Name}, nil)
+		s.AddTool(&mcp.Tool{Name: "exact", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("the middleware answers")
+		})
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if r, ok := req.(*mcp.CallToolRequest); ok {
+					switch r.Params.Name {
+					case "exact":
+						return &exactResult{raw: json.RawMessage(sent)}, nil
+					case "slow":
+						<-ctx.Done()
+						return nil, ctx.Err()
+					case "bad":
+						return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "no such thing"}
+					}
+				}
+				if method == "notifications/cancelled" {
+					p, _ := req.GetParams().(*mcp.CancelledParams)
+					cancelled <- p.RequestID.(string)
+				}
+				return next(ctx, method, req)
+			}
+		})
+		ct, st := mcp.NewInMemoryTransports()
+		go func() {
+			ss, err := s.Connect(context.Background(), st, nil)
+			if err == nil {
+				_ = ss.Wait()
+			}
+		}()
+		return ct
+	}
+	pool := NewPool(&Options{Transport: transport})
+	t.Cleanup(func() { pool.Close(context.Background(), time.Second) })
+	cfg, ferr := config.ParseServer("x.yaml", []byte("name: x\ntool_command: mem\n"), nil)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	pool.Apply(context.Background(), []*config.Server{cfg}, time.Minute)
+	srv := pool.Get("x")
+
+	got, err := srv.CallTool(context.Background(), CallParams{Params: &mcp.CallToolParams{Name: "exact"}})
+	if err != nil || string(got) != sent {
+		t.Errorf("result: %s, %v\nwant the server's bytes: %s", got, err, sent)
+	}
+
+	_, err = srv.CallTool(context.Background(), CallParams{Params: &mcp.CallToolParams{Name: "bad"}})
+	var rpc *RPCError
+	if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeInvalidParams || rpc.Message != "no such thing" {
+		t.Errorf("JSON-RPC error answer: %v, want an *RPCError with the server's code and message", err)
+	}
+
+	// A call that ends early is cancelled on the server, by its own id.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := srv.CallTool(ctx, CallParams{Params: &mcp.CallToolParams{Name: "slow"}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("timed-out call: %v", err)
+	}
+	select {
+	case id := <-cancelled:
+		if len(id) <= len(rawIDPrefix) || id[:len(rawIDPrefix)] != rawIDPrefix {
+			t.Errorf("cancelled request %q, want one of mcpmux's raw ids", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the server was not told the call was cancelled")
+	}
+}
+
+// Over Streamable HTTP a server may send the headers of a call's answer
+// only with the answer, so a call cancelled before it is still writing its
+// request: the server must be told all the same.
+func TestCallCancelledBeforeHeadersOverHTTP(t *testing.T) {
+	cancelled := make(chan struct{}, 1)
+	s := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	release := make(chan struct{})
+	s.AddTool(&mcp.Tool{Name: "slow", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-ctx.Done():
+			cancelled <- struct{}{}
+		case <-release: // the test is over
+		}
+		return nil, ctx.Err()
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) }) // before ts.Close, which waits for the handler
+	cfg, ferr := config.ParseServer("slow.yaml", []byte("name: slow\nurl: "+ts.URL+"\n"), nil)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	pool := NewPool(nil)
+	defer pool.Close(context.Background(), time.Second)
+	pool.Apply(context.Background(), []*config.Server{cfg}, time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := pool.Get("slow").CallTool(ctx, CallParams{Params: &mcp.CallToolParams{Name: "slow"}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("call: %v, want its deadline", err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Error("the server was not told the call was cancelled")
+	}
+}
