@@ -12,20 +12,21 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // checkCmd connects to every server once and reports what it found.
 func checkCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("check", stdout, stderr)
 	var cf commonFlags
 	cf.register(fs, "error")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	in, code := oneShot(&cf, stderr)
+	// Invalid files are in the report below, not in the log too.
+	in, code := oneShot(&cf, fs, stderr)
 	if in == nil {
 		return code
 	}
@@ -58,6 +59,12 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  %s\n", mask.Mask(fe.Error()))
 		}
 	}
+	if notes := nameNotes(in.snap.Servers, in.snap.Settings.Separator); len(notes) > 0 {
+		fmt.Fprintln(stdout, "\nNotes:")
+		for _, n := range notes {
+			fmt.Fprintf(stdout, "  %s\n", n)
+		}
+	}
 	fmt.Fprintf(stdout, "\n%d servers, %d not up, %d invalid files\n", len(in.pool.Statuses()), failed, len(in.snap.Errors))
 	if failed > 0 || len(in.snap.Errors) > 0 {
 		return 1
@@ -67,8 +74,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 
 // toolsCmd prints the merged catalog.
 func toolsCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("tools", stdout, stderr)
 	var cf commonFlags
 	cf.register(fs, "error")
 	asJSON := fs.Bool("json", false, "print JSON: name, server, tool, description and schemas of each tool")
@@ -76,15 +82,19 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	in, code := oneShot(&cf, stderr)
+	in, code := oneShot(&cf, fs, stderr)
 	if in == nil {
 		return code
 	}
 	defer in.close(time.Second)
+	in.logFileErrors()
 	entries, ok := in.agg.Tools(*profile)
 	if !ok {
-		fmt.Fprintf(stderr, "mcpmux tools: unknown profile %q (profiles: %s)\n", *profile, strings.Join(in.snap.Settings.ProfileNames(), ", "))
+		fmt.Fprintf(stderr, "mcpmux tools: unknown profile %q: %s\n", *profile, profilesOf(in.snap.Settings))
 		return 2
+	}
+	for _, n := range nameNotes(in.snap.Servers, in.snap.Settings.Separator) {
+		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
 	if *asJSON {
 		type tool struct {
@@ -116,8 +126,23 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// oneShot builds an instance and starts its servers, for check and tools.
-func oneShot(cf *commonFlags, stderr io.Writer) (*instance, int) {
+// profilesOf names the profiles of settings, for a message about an
+// unknown one.
+func profilesOf(s *config.Settings) string {
+	names := s.ProfileNames()
+	if len(names) == 0 {
+		where := "mcpmux.yaml"
+		if s.File != "" {
+			where = s.File
+		}
+		return "no profiles are defined (profiles: in " + where + ")"
+	}
+	return "the profiles are " + strings.Join(names, ", ")
+}
+
+// oneShot builds an instance and starts its servers, for check and tools;
+// fs holds cf's flags.
+func oneShot(cf *commonFlags, fs *flag.FlagSet, stderr io.Writer) (*instance, int) {
 	log, err := cf.logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux:", err)
@@ -125,7 +150,7 @@ func oneShot(cf *commonFlags, stderr io.Writer) (*instance, int) {
 	}
 	in, err := newInstance(cf.configDir, "", withSessions, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpmux:", err)
+		fmt.Fprintln(stderr, "mcpmux:", explainConfigDir(err, fs, cf.configDir))
 		return nil, 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

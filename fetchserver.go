@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os/signal"
@@ -22,19 +21,14 @@ import (
 // stdout is not used: the protocol owns the process's real stdout, as it
 // does for every stdio server. Logs go to stderr, where a parent mcpmux
 // picks them up.
-func fetchServerCmd(args []string, _, stderr io.Writer) int {
-	fs := flag.NewFlagSet("fetch-server", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func fetchServerCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("fetch-server", stdout, stderr) // stdout: for -h only
 	timeout := fs.Duration("timeout", fetchserver.DefaultTimeout, "deadline of one fetch, redirects and body included")
 	maxBytes := fs.Int64("max-bytes", fetchserver.DefaultMaxBytes, "most bytes of a response body to read; the rest is left unread and the result says so")
 	allowPrivate := fs.Bool("allow-private-networks", false, "allow fetching loopback and private-network addresses (link-local and cloud metadata addresses stay refused)")
 	cf := commonFlags{logFormat: "text"}
 	fs.StringVar(&cf.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cf.logFormat, "log-format", "text", "log format: text or json")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: mcpmux fetch-server [flags]\n\nServes the fetch tool (URL to Markdown) over MCP on stdio.\n\n")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,12 +21,7 @@ const defaultHealthURL = "http://127.0.0.1:8080/healthz"
 // answers 200, 1 otherwise. It exists so that a container HEALTHCHECK works
 // in an image without a shell, curl or wget (the distroless slim target).
 func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mcpmux healthcheck [--timeout D] [URL]\n\nURL defaults to $MCPMUX_HEALTHCHECK_URL, else %s.\n", defaultHealthURL)
-		flags.PrintDefaults()
-	}
+	flags := newFlagSet("healthcheck", stdout, stderr)
 	timeout := flags.Duration("timeout", 5*time.Second, "how long the request may take")
 	positional, code, ok := parseWithPositionals(flags, args)
 	if !ok {
@@ -42,8 +36,7 @@ func healthcheckCmd(args []string, stdout, stderr io.Writer) int {
 	case 1:
 		target = positional[0]
 	default:
-		flags.Usage()
-		return 2
+		return flagError(flags, fmt.Errorf("want at most one URL, got %d", len(positional)))
 	}
 	if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		fmt.Fprintf(stderr, "mcpmux healthcheck: %q is not an http(s) URL, e.g. %s\n", target, defaultHealthURL)

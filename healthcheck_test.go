@@ -36,7 +36,7 @@ func TestHealthcheckReportsServersAndStatus(t *testing.T) {
 	if code, _, errOut := check(srv.URL + "/healthz"); code != 1 || !strings.Contains(errOut, "503 Service Unavailable") {
 		t.Errorf("503 = %d %q", code, errOut)
 	}
-	if code, _, errOut := check("--timeout", "1s", "a", "b"); code != 2 || !strings.Contains(errOut, "usage: mcpmux healthcheck") {
+	if code, _, errOut := check("--timeout", "1s", "a", "b"); code != 2 || !strings.Contains(errOut, "want at most one URL") {
 		t.Errorf("two URLs = %d %q", code, errOut)
 	}
 	if code, _, errOut := check("ftp://127.0.0.1/healthz"); code != 2 || !strings.Contains(errOut, "not an http(s) URL") {

@@ -28,7 +28,9 @@ type httpSecurity struct {
 
 func registerHTTPSecurity(fs *flag.FlagSet) *httpSecurity {
 	h := &httpSecurity{}
-	h.token = fs.String("token", os.Getenv("MCPMUX_TOKEN"), "HTTP: bearer token clients must send ($MCPMUX_TOKEN); required for a non-loopback address")
+	// MCPMUX_TOKEN is read when the tokens are (see tokens), not as the
+	// flag's default, which the usage would print.
+	h.token = fs.String("token", "", "HTTP: bearer token clients must send (default $MCPMUX_TOKEN); required for a non-loopback address")
 	h.tokenFile = fs.String("token-file", "", "HTTP: read the bearer token from `FILE` (one token per line; overrides token_file in mcpmux.yaml)")
 	fs.Var(&h.origins, "allowed-origin", "HTTP: also allow browser requests from `ORIGIN` (scheme://host[:port|:*]); repeatable")
 	return h
@@ -54,9 +56,13 @@ func (h *httpSecurity) options(settings *config.Settings) (*aggregator.HTTPOptio
 // MCPMUX_TOKEN), --token-file, token_file of mcpmux.yaml. file is the token
 // file read: "" when the token came from --token or there is none.
 func (h *httpSecurity) tokens(settings *config.Settings) (tokens []string, file string, err error) {
+	token := *h.token
+	if token == "" {
+		token = os.Getenv("MCPMUX_TOKEN")
+	}
 	switch {
-	case *h.token != "":
-		t := strings.TrimSpace(*h.token)
+	case token != "":
+		t := strings.TrimSpace(token)
 		if t == "" || strings.ContainsFunc(t, isSpace) {
 			return nil, "", errors.New("--token / MCPMUX_TOKEN: a token must not be blank or contain whitespace")
 		}

@@ -23,13 +23,7 @@ import (
 // any server was skipped or could not be imported, so that a script notices.
 // What it prints names servers, files, env and header keys, never values.
 func importCmd(args []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("import", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mcpmux import FILE [--config DIR] [--force]")
-		fmt.Fprintln(stderr, "\nFILE is claude_desktop_config.json, .cursor/mcp.json or .vscode/mcp.json.")
-		flags.PrintDefaults()
-	}
+	flags := newFlagSet("import", stdout, stderr)
 	var cf commonFlags
 	cf.register(flags, "error")
 	force := flags.Bool("force", false, "overwrite existing tool files")
@@ -38,8 +32,7 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(files) != 1 {
-		flags.Usage()
-		return 2
+		return flagError(flags, fmt.Errorf("want one FILE, got %d", len(files)))
 	}
 	file := files[0]
 
@@ -113,11 +106,8 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 // does not allow.
 func parseWithPositionals(flags *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
 	for {
-		if err := flags.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, 0, false
-			}
-			return nil, 2, false
+		if err := parseQuietly(flags, args); err != nil {
+			return nil, flagError(flags, err), false
 		}
 		if flags.NArg() == 0 {
 			return positional, 0, true

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -62,8 +63,7 @@ func newInstance(dir, task string, mode sessionMode, log *slog.Logger) (*instanc
 	maskSecrets(log, snap)
 	in := &instance{log: log, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{}), mode: mode, load: load}
 	for _, fe := range snap.Errors {
-		log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)
-		in.lastErrors[fe.Error()] = true
+		in.lastErrors[fe.Error()] = true // reloads report only new ones
 	}
 	in.reaper = startReaper(log)
 	in.pool = upstream.NewPool(&upstream.Options{
@@ -84,7 +84,36 @@ func newInstance(dir, task string, mode sessionMode, log *slog.Logger) (*instanc
 		TaskID:    task,
 		Stateless: load.Stateless,
 	})
+	in.agg.SetInvalidFiles(snap.Errors)
+	in.explainNames(snap.Servers, snap.Settings.Separator)
 	return in, nil
+}
+
+// nameNotes explains the tool names of the servers whose names are no
+// valid tool-name prefix (see aggregator.PrefixNote), one line each.
+func nameNotes(servers []*config.Server, sep string) []string {
+	var notes []string
+	for _, s := range servers {
+		if note := aggregator.PrefixNote(s.NamePrefix(), sep); note != "" {
+			notes = append(notes, fmt.Sprintf("server %q: %s", s.Name, note))
+		}
+	}
+	return notes
+}
+
+// explainNames logs nameNotes for servers.
+func (in *instance) explainNames(servers []*config.Server, sep string) {
+	for _, note := range nameNotes(servers, sep) {
+		in.log.Warn("tool names with a hash: " + note)
+	}
+}
+
+// logFileErrors logs the config files that were skipped as invalid. check
+// reports them itself.
+func (in *instance) logFileErrors() {
+	for _, fe := range in.snap.Errors {
+		in.log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)
+	}
 }
 
 // startServers starts every configured server in parallel, waits for each

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,33 +11,15 @@ import (
 // journalCmd summarises a journal directory (mcpmux.yaml's journal.dir)
 // per task: text, --json, or an HTML page with --html.
 func journalCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("journal", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: mcpmux journal DIR [--json] [--html FILE]\n\nSummarises the call journal in DIR per task: calls, errors, refusals,\nfallbacks, corrections, timeouts, replays, and total and slowest time per tool.")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("journal", stdout, stderr)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	htmlFile := fs.String("html", "", "also write a self-contained HTML page (a table and a timeline per task) to `FILE`")
-	// DIR may come before or after the flags.
-	var dirs []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if err == flag.ErrHelp {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		dirs = append(dirs, fs.Arg(0))
-		args = fs.Args()[1:]
+	dirs, code, ok := parseWithPositionals(fs, args)
+	if !ok {
+		return code
 	}
 	if len(dirs) != 1 {
-		fmt.Fprintln(stderr, "mcpmux journal: name one journal directory (journal.dir of mcpmux.yaml)")
-		fs.Usage()
-		return 2
+		return flagError(fs, fmt.Errorf("name one journal directory (journal.dir of mcpmux.yaml), not %d", len(dirs)))
 	}
 	r, err := report.Read(dirs[0])
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,13 +31,7 @@ import (
 // for every mcpmux that uses the same state directory; a running one picks
 // them up within a second.
 func loginCmd(args []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("login", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mcpmux login SERVER [--config DIR] [--no-browser] [--timeout D]")
-		fmt.Fprintln(stderr, "\nSERVER is a tool file's server with auth: oauth. The tokens go to $MCPMUX_STATE_DIR/oauth/ (default $XDG_STATE_HOME/mcpmux, ~/.local/state/mcpmux).")
-		flags.PrintDefaults()
-	}
+	flags := newFlagSet("login", stdout, stderr)
 	var cf commonFlags
 	cf.register(flags, "error")
 	noBrowser := flags.Bool("no-browser", false, "print the authorization URL without opening a browser")
@@ -48,8 +41,7 @@ func loginCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(names) != 1 {
-		flags.Usage()
-		return 2
+		return flagError(flags, fmt.Errorf("name one SERVER, not %d", len(names)))
 	}
 	name := names[0]
 	log, err := cf.logger(stderr)
@@ -108,13 +100,7 @@ func loginCmd(args []string, stdout, stderr io.Writer) int {
 // logoutCmd deletes the stored tokens of a server, whether or not a tool
 // file still names it.
 func logoutCmd(args []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("logout", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mcpmux logout SERVER [--config DIR]")
-		fmt.Fprintln(stderr, "\nDeletes the OAuth tokens `mcpmux login SERVER` stored.")
-		flags.PrintDefaults()
-	}
+	flags := newFlagSet("logout", stdout, stderr)
 	var cf commonFlags
 	cf.register(flags, "error")
 	names, code, ok := parseWithPositionals(flags, args)
@@ -122,8 +108,7 @@ func logoutCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(names) != 1 {
-		flags.Usage()
-		return 2
+		return flagError(flags, fmt.Errorf("name one SERVER, not %d", len(names)))
 	}
 	log, err := cf.logger(stderr)
 	if err != nil {

@@ -49,11 +49,11 @@ func TestLoginAndLogoutRefusals(t *testing.T) {
 		{[]string{"login", "child"}, 1, "server child has no auth: section"},
 		{[]string{"login", "cc"}, 1, "server cc uses auth: client_credentials, which needs no login"},
 		{[]string{"login", "broken"}, 1, `unknown field "colour" at auth`},
-		{[]string{"login"}, 2, "usage: mcpmux login SERVER"},
-		{[]string{"login", "notes", "cc"}, 2, "usage: mcpmux login SERVER"},
+		{[]string{"login"}, 2, "mcpmux login: name one SERVER, not 0\nRun \"mcpmux login -h\" for the usage."},
+		{[]string{"login", "notes", "cc"}, 2, "mcpmux login: name one SERVER, not 2"},
 		{[]string{"logout", "notes"}, 0, "No tokens are stored for notes"},
 		{[]string{"logout", "../etc"}, 1, `"../etc" is not a server name`},
-		{[]string{"logout"}, 2, "usage: mcpmux logout SERVER"},
+		{[]string{"logout"}, 2, "mcpmux logout: name one SERVER, not 0"},
 	} {
 		code, out := mcpmux(tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.want) {

@@ -94,6 +94,7 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 	for _, fe := range snap.Errors {
 		in.lastErrors[fe.Error()] = true
 	}
+	in.agg.SetInvalidFiles(snap.Errors)
 	if d.same(in.running) {
 		// Counted before it is logged, so that whoever reads the log line
 		// finds the count.
@@ -120,6 +121,11 @@ func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
 		in.agg.Sync()
 	}
 	in.running = d
+	var started []*config.Server
+	for _, name := range append(ch.Added, ch.Restarted...) {
+		started = append(started, d.server(name))
+	}
+	in.explainNames(started, d.settings.Separator)
 	attrs := []any{
 		"added", ch.Added, "removed", ch.Removed, "restarted", ch.Restarted,
 		"kept", len(ch.Kept), "settings_changed", settingsChanged, "invalid_files", len(snap.Errors),

@@ -21,69 +21,86 @@ import (
 	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
+// serveFlags are the flags of serving (mcpmux [flags]).
+type serveFlags struct {
+	commonFlags
+	httpAddr  string
+	profile   string
+	sec       *httpSecurity
+	grace     time.Duration
+	stateless bool
+	noWatch   bool
+	task      string
+}
+
+func newServeFlags(stdout, stderr io.Writer) (*flag.FlagSet, *serveFlags) {
+	fs := newFlagSet("serve", stdout, stderr)
+	f := &serveFlags{}
+	f.register(fs, "info")
+	fs.StringVar(&f.httpAddr, "http", "", "serve Streamable HTTP on `ADDR` (host:port) instead of stdio")
+	fs.StringVar(&f.profile, "profile", "", "stdio mode: serve this profile instead of all tools")
+	f.sec = registerHTTPSecurity(fs)
+	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish (HTTP: while draining)")
+	fs.BoolVar(&f.stateless, "stateless", false, "HTTP: serve without sessions, so that any replica answers any request (as stateless: true in mcpmux.yaml; see docs/scaling.md)")
+	fs.BoolVar(&f.noWatch, "no-watch", false, "do not watch the config directory; reload only on SIGHUP")
+	fs.StringVar(&f.task, "task-id", os.Getenv("TASK_ID"), "task of this instance's calls, unless a call names its own ($TASK_ID)")
+	return fs, f
+}
+
 func serveCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf commonFlags
-	cf.register(fs, "info")
-	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (host:port) instead of stdio")
-	profile := fs.String("profile", "", "stdio mode: serve this profile instead of all tools")
-	sec := registerHTTPSecurity(fs)
-	grace := fs.Duration("shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish (HTTP: while draining)")
-	statelessFlag := fs.Bool("stateless", false, "HTTP: serve without sessions, so that any replica answers any request (as stateless: true in mcpmux.yaml; see docs/scaling.md)")
-	noWatch := fs.Bool("no-watch", false, "do not watch the config directory; reload only on SIGHUP")
-	task := fs.String("task-id", os.Getenv("TASK_ID"), "task of this instance's calls, unless a call names its own ($TASK_ID)")
+	fs, f := newServeFlags(stdout, stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	log, err := cf.logger(stderr)
+	log, err := f.logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux:", err)
 		return 2
 	}
 	mode := withSessions
 	switch {
-	case *statelessFlag && *httpAddr == "":
+	case f.stateless && f.httpAddr == "":
 		log.Error("--stateless applies to --http: a stdio client is one session")
 		return 2
-	case *statelessFlag:
+	case f.stateless:
 		mode = stateless
-	case *httpAddr != "":
+	case f.httpAddr != "":
 		mode = sessionsByConfig
 	}
-	in, err := newInstance(cf.configDir, *task, mode, log)
+	in, err := newInstance(f.configDir, f.task, mode, log)
 	if err != nil {
-		log.Error("cannot start", "error", err)
+		log.Error("cannot start", "error", explainConfigDir(err, fs, f.configDir))
 		return 1
 	}
+	in.logFileErrors()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := in.startReloading(ctx, cf.configDir, !*noWatch); err != nil {
+	if err := in.startReloading(ctx, f.configDir, !f.noWatch); err != nil {
 		log.Error("cannot watch the config directory", "error", err)
 		return 1
 	}
 
-	if *httpAddr != "" {
-		opts, err := sec.options(in.snap.Settings)
+	if f.httpAddr != "" {
+		opts, err := f.sec.options(in.snap.Settings)
 		if err != nil {
 			log.Error("cannot serve HTTP", "error", err)
 			return 2
 		}
-		logs.MaskerOf(log).Add(sec.accepted...)
-		in.tokens = sec.rotation(opts, log)
-		return serveHTTP(ctx, in, *httpAddr, opts, *grace)
+		logs.MaskerOf(log).Add(f.sec.accepted...)
+		in.tokens = f.sec.rotation(opts, log)
+		return serveHTTP(ctx, in, f.httpAddr, opts, f.grace)
 	}
-	if in.agg.Server(*profile) == nil {
-		log.Error("unknown profile", "profile", *profile, "profiles", in.snap.Settings.ProfileNames())
+	if in.agg.Server(f.profile) == nil {
+		log.Error("unknown profile", "profile", f.profile, "profiles", in.snap.Settings.ProfileNames())
 		return 2
 	}
 	go in.startServers(ctx)
-	log.Info("serving MCP on stdio", "config", cf.configDir, "profile", *profile)
+	log.Info("serving MCP on stdio", "config", f.configDir, "profile", f.profile)
 	// The session outlives the signal until the running calls are answered
 	// (see shutdown.go).
 	session, endSession := context.WithCancel(context.Background())
 	defer endSession()
-	closeServers := sync.OnceFunc(func() { in.close(*grace) })
+	closeServers := sync.OnceFunc(func() { in.close(f.grace) })
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -93,7 +110,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		case <-session.Done():
 		}
 	}()
-	err = in.agg.RunStdio(session, *profile)
+	err = in.agg.RunStdio(session, f.profile)
 	endSession()
 	stop()
 	closeServers()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"regexp"
@@ -97,8 +96,7 @@ func versionLine() string {
 }
 
 func versionCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("version", stdout, stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}

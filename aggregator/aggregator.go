@@ -63,6 +63,8 @@ type Aggregator struct {
 	ready     chan struct{} // closed once the pool has started
 	readyOnce sync.Once
 
+	invalidFiles atomic.Pointer[[]InvalidFile] // see SetInvalidFiles
+
 	mu       sync.Mutex // serializes Sync and profile changes
 	settings *config.Settings
 	current  atomic.Pointer[config.Settings] // settings for the call path, which must not take mu

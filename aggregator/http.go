@@ -165,6 +165,26 @@ type Health struct {
 	Status  string            `json:"status"`
 	Ready   bool              `json:"ready"`
 	Servers []upstream.Status `json:"servers"`
+	// InvalidFiles are the config files that were skipped (or whose
+	// previous version keeps running) because they are invalid.
+	InvalidFiles []InvalidFile `json:"invalid_files"`
+}
+
+// InvalidFile is a config file that could not be used, and why.
+type InvalidFile struct {
+	File  string `json:"file"`
+	Line  int    `json:"line,omitempty"`
+	Error string `json:"error"`
+}
+
+// SetInvalidFiles records the config files of the latest load that could
+// not be used, for Health.
+func (a *Aggregator) SetInvalidFiles(errs []*config.FileError) {
+	files := make([]InvalidFile, len(errs))
+	for i, fe := range errs {
+		files[i] = InvalidFile{File: fe.File, Line: fe.Line, Error: fe.Err.Error()}
+	}
+	a.invalidFiles.Store(&files)
 }
 
 // Health reports whether start-up is over and each server's status. The
@@ -189,6 +209,10 @@ func (a *Aggregator) Health() Health {
 	}
 	if h.Servers == nil {
 		h.Servers = []upstream.Status{}
+	}
+	h.InvalidFiles = []InvalidFile{}
+	if files := a.invalidFiles.Load(); files != nil {
+		h.InvalidFiles = *files
 	}
 	return h
 }

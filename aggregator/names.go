@@ -3,6 +3,7 @@ package aggregator
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 )
 
@@ -32,6 +33,18 @@ func ExposedName(prefix, sep, tool string, max int) string {
 		return clean
 	}
 	return hashedName(clean, raw, max)
+}
+
+// PrefixNote explains the exposed names of a server whose namespace prefix
+// holds bytes that tool names may not (a '.', say): how they come out, and
+// how to get plain ones. It is "" for a prefix that needs no change.
+func PrefixNote(prefix, sep string) string {
+	clean := sanitize(prefix)
+	if prefix == "" || clean == prefix {
+		return ""
+	}
+	return fmt.Sprintf("tool names may hold only letters, digits, '_' and '-', so its tools are exposed as %[1]s%[2]s<tool>_<hash>, the hash keeping them apart from those of a server named %[1]q; for %[1]s%[2]s<tool>, set prefix: %[1]s in its file, or rename it",
+		clean, sep)
 }
 
 // minNameLength is the smallest bound honoured: a hashed name needs room

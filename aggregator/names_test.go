@@ -160,3 +160,25 @@ func TestExposedNameTinyBound(t *testing.T) {
 		}
 	}
 }
+
+// A server whose name is no valid tool-name prefix is told how its tools
+// are named, and how to name them plainly; the advice holds.
+func TestPrefixNote(t *testing.T) {
+	note := PrefixNote("my.srv", "__")
+	for _, want := range []string{"my_srv__<tool>_<hash>", `server named "my_srv"`, "prefix: my_srv"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+	if got := ExposedName("my.srv", "__", "fetch", 0); !strings.HasPrefix(got, "my_srv__fetch_") {
+		t.Errorf("ExposedName = %q, not what the note says", got)
+	}
+	if got := ExposedName("my_srv", "__", "fetch", 0); got != "my_srv__fetch" {
+		t.Errorf("with the prefix the note advises: %q", got)
+	}
+	for _, prefix := range []string{"my-srv", "my_srv", "", "A9"} {
+		if note := PrefixNote(prefix, "__"); note != "" {
+			t.Errorf("PrefixNote(%q) = %q, want none", prefix, note)
+		}
+	}
+}

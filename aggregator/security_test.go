@@ -3,14 +3,19 @@ package aggregator
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
 )
 
 // securityServer serves a harness over HTTP on loopback.
@@ -275,5 +280,37 @@ func TestHTTPTokensRotate(t *testing.T) {
 	}
 	if resp, body := post(t, ts.URL+"/mcp", initBody, bearer("new-token")); resp.StatusCode != http.StatusOK {
 		t.Errorf("the new token after a refused Set: %d %q", resp.StatusCode, body)
+	}
+}
+
+// /healthz names the config files that could not be used, with their line
+// and error, and forgets them once they are fixed.
+func TestHealthNamesInvalidFiles(t *testing.T) {
+	h, ts := securityServer(t, "", &HTTPOptions{})
+	health := func() Health {
+		t.Helper()
+		resp, err := http.Get(ts.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got Health
+		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := health(); got.InvalidFiles == nil || len(got.InvalidFiles) != 0 {
+		t.Errorf("invalid_files = %#v, want []", got.InvalidFiles)
+	}
+	h.agg.SetInvalidFiles([]*config.FileError{{File: "/cfg/tool/bad.yaml", Line: 3, Err: errors.New(`url: "ftp://x" is not an http(s) URL`)}})
+	got := health()
+	want := []InvalidFile{{File: "/cfg/tool/bad.yaml", Line: 3, Error: `url: "ftp://x" is not an http(s) URL`}}
+	if !reflect.DeepEqual(got.InvalidFiles, want) || got.Status != "ok" {
+		t.Errorf("health = %+v, want status ok and invalid_files %+v", got, want)
+	}
+	h.agg.SetInvalidFiles(nil)
+	if got := health(); len(got.InvalidFiles) != 0 {
+		t.Errorf("invalid_files after the fix = %+v", got.InvalidFiles)
 	}
 }

@@ -184,7 +184,11 @@ func (s *Server) Validate() error {
 			return fieldErr("url", fmt.Errorf("%q is not an http(s) URL", s.URL))
 		}
 	default:
-		return fieldErr("type", fmt.Errorf("unknown type %q (stdio, http, sse)", s.Type))
+		err := fmt.Errorf("unknown type %q (stdio, http, sse)", s.Type)
+		if meant := typeSpellings[s.Type]; meant != "" {
+			err = fmt.Errorf("%w: did you mean %q?", err, meant)
+		}
+		return fieldErr("type", err)
 	}
 	if s.Session != SessionShared && s.Session != SessionPerClient {
 		return fieldErr("session", fmt.Errorf("unknown session mode %q (shared, per-client)", s.Session))

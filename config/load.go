@@ -230,7 +230,7 @@ func decode(path string, data []byte, lookup LookupFunc, out any, found func(str
 		return &FileError{File: path, Err: err}
 	}
 	if err := dec.Decode(tree); err != nil {
-		return decodeError(path, data, err)
+		return decodeError(path, data, reflect.TypeOf(out), err)
 	}
 	return nil
 }
@@ -341,9 +341,10 @@ var (
 	yamlLineRE     = regexp.MustCompile(`line (\d+)`)
 )
 
-// decodeError turns a mapstructure error into a FileError that names the
-// field and, where it can be found, its line.
-func decodeError(path string, data []byte, err error) *FileError {
+// decodeError turns a mapstructure error from decoding into a value of
+// type t into a FileError that names the field and, where it can be found,
+// its line. An unknown key comes with the key that was likely meant.
+func decodeError(path string, data []byte, t reflect.Type, err error) *FileError {
 	msg := err.Error()
 	if m := invalidKeysRE.FindStringSubmatch(msg); m != nil {
 		keys := strings.Split(m[2], ", ")
@@ -353,7 +354,21 @@ func decodeError(path string, data []byte, err error) *FileError {
 		if m[1] != "" {
 			where = m[1]
 		}
-		return &FileError{File: path, Line: line, Err: fmt.Errorf("unknown field %s at %s", strings.Join(quoteAll(keys), ", "), where)}
+		if len(keys) == 1 {
+			text := fmt.Sprintf("unknown field %q at %s", keys[0], where)
+			if hint := keyHint(t, fieldPath, keys[0]); hint != "" {
+				text += ": " + hint
+			}
+			return &FileError{File: path, Line: line, Err: errors.New(text)}
+		}
+		described := make([]string, len(keys))
+		for i, k := range keys {
+			described[i] = strconv.Quote(k)
+			if hint := keyHint(t, fieldPath, k); hint != "" {
+				described[i] += " (" + hint + ")"
+			}
+		}
+		return &FileError{File: path, Line: line, Err: fmt.Errorf("unknown fields at %s: %s", where, strings.Join(described, ", "))}
 	}
 	// Keep mapstructure's text, without its "decoding failed" preamble.
 	detail := msg
@@ -367,14 +382,6 @@ func decodeError(path string, data []byte, err error) *FileError {
 		detail = m[1] + ": " + m[2]
 	}
 	return &FileError{File: path, Line: line, Err: errors.New(detail)}
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strconv.Quote(s)
-	}
-	return out
 }
 
 // splitFieldPath turns mapstructure's "profiles[a].tool_config[0]" into

@@ -24,7 +24,7 @@ type yamlParser struct{}
 func (yamlParser) Unmarshal(data []byte) (map[string]any, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, err
+		return nil, fixSyntaxLine(data, err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return map[string]any{}, nil

@@ -14,6 +14,7 @@ import (
 // used to block on the FIFO for good, and to read /dev/zero until memory
 // ran out).
 func TestSpecialFilesInToolDir(t *testing.T) {
+	t.Parallel()
 	w := startWatched(t, map[string]string{"tool/a.yaml": fixture("a", "echo")})
 	if err := syscall.Mkfifo(filepath.Join(w.dir, "tool/pipe.yaml"), 0o644); err != nil {
 		t.Fatal(err)

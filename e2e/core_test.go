@@ -15,6 +15,7 @@ import (
 )
 
 func TestStdioMergedCatalogAndRouting(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/echo.yaml":    fixture("echo", "echo"),
 		"tool/collide.yaml": fixture("collide", "collide"),
@@ -55,6 +56,7 @@ func TestStdioMergedCatalogAndRouting(t *testing.T) {
 }
 
 func TestResultTransparency(t *testing.T) {
+	t.Parallel()
 	// The same call directly to the fixture and through mcpmux must give
 	// the same result, field by field.
 	direct := exec.Command(fixtureBin)
@@ -116,6 +118,7 @@ func jsonOf(t *testing.T, v any) string {
 }
 
 func TestFailingServersAreIsolated(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/good.yaml":   fixture("good", "echo"),
 		"tool/crash.yaml":  fixture("crash", "crash-start"),
@@ -151,6 +154,7 @@ func TestFailingServersAreIsolated(t *testing.T) {
 }
 
 func TestHTTPProfilesBlacklistAndHealth(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml": `tool_blacklist: [["echo", "env"]]
 profiles:
@@ -226,6 +230,7 @@ profiles:
 }
 
 func TestRealNpmServer(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/everything.yaml": npmServer(t, "everything", "mcp-server-everything", "stdio"),
 		"tool/echo.yaml":       fixture("echo", "echo"),
@@ -251,6 +256,7 @@ func TestRealNpmServer(t *testing.T) {
 }
 
 func TestShutdownStopsChildren(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{"tool/echo.yaml": fixture("echo", "echo")})
 
 	// The client leaves (stdin closes): mcpmux exits and so does its child.
@@ -276,6 +282,7 @@ func TestShutdownStopsChildren(t *testing.T) {
 }
 
 func TestCommands(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/echo.yaml": fixture("echo", "echo"),
 		"mcpmux.yaml":    "profiles:\n  p: {tool_config: [echo]}\n",
@@ -328,6 +335,7 @@ func TestCommands(t *testing.T) {
 
 // mcpmux check names the file and line of every invalid setting.
 func TestCheckPointsAtFileAndLine(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml":   "timeout: 10s\nmeta_tools: [stats]\n",
 		"tool/bad.yaml": "name: bad\ntool_command: x\nsession: sometimes\n",

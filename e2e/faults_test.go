@@ -66,6 +66,7 @@ func receive(t *testing.T, ch <-chan *mcp.CallToolResult, what string) *mcp.Call
 }
 
 func TestFaultKillChildMidCall(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/victim.yaml": faults("victim"),
 		"tool/other.yaml":  faults("other"),
@@ -99,6 +100,7 @@ func TestFaultKillChildMidCall(t *testing.T) {
 }
 
 func TestFaultHangingChild(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/stuck.yaml": faults("stuck", "tool_timeouts: {hang: 500ms}"),
 	})
@@ -144,6 +146,11 @@ type healthBody struct {
 		Restarts int
 		Failures int
 	}
+	InvalidFiles []struct {
+		File  string
+		Line  int
+		Error string
+	} `json:"invalid_files"`
 }
 
 // startTimes reads the crash-count fixture's start log.
@@ -166,6 +173,7 @@ func startTimes(t *testing.T, file string) []time.Time {
 }
 
 func TestFaultCrashLoopBacksOff(t *testing.T) {
+	t.Parallel()
 	starts := filepath.Join(t.TempDir(), "starts")
 	dir := writeConfig(t, map[string]string{
 		"tool/loop.yaml": fixture("loop", "crash-count", "  "+startsFileEnv+": "+starts),
@@ -226,6 +234,10 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 	}
 }
 
+// Not parallel: a call that races ts.CloseClientConnections on a reused
+// keep-alive connection fails in http.Client.Do, which the go-sdk reports
+// as "rejected by transport" (-32005) and mcpmux passes on instead of
+// sending it again; the more load, the likelier.
 func TestFaultHTTPDownstreamRestarted(t *testing.T) {
 	// The downstream "restarts": a new handler (no sessions) takes over and
 	// the open connections drop, as when its process is replaced.
@@ -353,6 +365,7 @@ func stillRunning(ps []proc) []proc {
 }
 
 func TestFaultSIGTERMLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(filepath.Join(nodeBin, "mcp-server-everything")); err != nil {
 		t.Fatalf("mcp-server-everything is not installed: run `npm ci` in e2e/ (.ci/run does)")
 	}
@@ -402,6 +415,7 @@ func TestFaultSIGTERMLeavesNoOrphans(t *testing.T) {
 }
 
 func TestFaultGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := writeConfig(t, map[string]string{"tool/work.yaml": faults("work")})
@@ -447,6 +461,7 @@ func TestFaultGracefulShutdown(t *testing.T) {
 }
 
 func TestFaultConcurrentClientsReloadsAndKill(t *testing.T) {
+	t.Parallel()
 	const clients, calls = 64, 20
 	w := &watched{dir: writeConfig(t, map[string]string{
 		"tool/a.yaml": faults("a"),
@@ -571,6 +586,7 @@ func waitAllGone(t *testing.T, ps []proc) {
 }
 
 func TestFaultWholeGroupEnds(t *testing.T) {
+	t.Parallel()
 	t.Run("reload removes the server", func(t *testing.T) {
 		w := startWatched(t, map[string]string{
 			"tool/wrapped.yaml": wrapped("wrapped"),

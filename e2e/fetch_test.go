@@ -16,6 +16,7 @@ import (
 // config/tool/fetch.yaml does, as a child of mcpmux started from its own
 // binary, and reads a page from a loopback server through it.
 func TestBuiltinFetchServer(t *testing.T) {
+	t.Parallel()
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/article" {
 			http.NotFound(w, r)
@@ -66,6 +67,7 @@ func TestBuiltinFetchServer(t *testing.T) {
 // both answer with the rule's message. A client's own _meta cannot take
 // the rules away.
 func TestFetchRedirectsHeldToTheRules(t *testing.T) {
+	t.Parallel()
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/out":

@@ -31,6 +31,7 @@ func noSecret(t *testing.T, what, s string) {
 // A child that prints its API key to stderr and in its errors: the key
 // appears in no log line and no result mcpmux writes itself.
 func TestSecretsMaskedInLogsAndErrors(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{"tool/leak.yaml": leakServer("leak", "leak")})
 	cs, p := startStdio(t, dir)
 	p.logs.waitFor(t, regexp.MustCompile(`fixture: starting with key \*\*\*\*`))
@@ -46,6 +47,7 @@ func TestSecretsMaskedInLogsAndErrors(t *testing.T) {
 // check, /healthz and the mcpmux__status tool show a failed server's
 // stderr, masked.
 func TestSecretsMaskedInCheckAndHealth(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/leak.yaml": leakServer("leak", "leak-crash"),
 		"mcpmux.yaml":    "meta_tools: [status]\n",
@@ -96,13 +98,14 @@ func TestSecretsMaskedInCheckAndHealth(t *testing.T) {
 // is masked like any secret in the log, in check and in /healthz, also
 // where a log line or an error's stderr tail is cut in the middle of it.
 func TestInterpolatedSecretsMaskedEverywhere(t *testing.T) {
+	t.Parallel()
 	secrets := map[string]string{
 		"E2E_QUERY_KEY": "sk-query-7d1e5a90c4",
 		"E2E_ARG_KEY":   "sk-arg-3b8f26e1d7",
 		"E2E_CMD_KEY":   "sk-cmd-95ca0e4b12",
 	}
 	for k, v := range secrets {
-		t.Setenv(k, v)
+		setenv(t, k, v)
 	}
 	pad := strings.Repeat("p", 290) // puts the arg's secret across the 300-byte cut of the stderr tail
 	dir := writeConfig(t, map[string]string{
@@ -178,6 +181,7 @@ const initRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pr
 // Token from token_file (trimmed), 401 with WWW-Authenticate without it,
 // 403 for a foreign Origin, 413 over max_request_bytes, /healthz open.
 func TestHTTPSecurityThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	const token = "tok-e2e-0123456789"
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml":    "token_file: token.txt\nmax_request_bytes: 4KiB\nallowed_origins: [\"https://app.example.com\"]\n",
@@ -242,6 +246,7 @@ func TestHTTPSecurityThroughTheBinary(t *testing.T) {
 // (and its session) get 401, the new one works; a token file emptied by
 // mistake keeps the tokens in force.
 func TestTokenFileRotatesOnReload(t *testing.T) {
+	t.Parallel()
 	const oldToken, newToken = "tok-old-0123456789", "tok-new-9876543210"
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml":    "token_file: token.txt\n",
@@ -300,6 +305,7 @@ func saveAtomically(t *testing.T, path, content string) {
 
 // A missing or empty token file stops mcpmux with a clear error.
 func TestTokenFileErrors(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{"tool/echo.yaml": fixture("echo", "echo"), "empty": "\n  \n# comment\n"})
 	for _, c := range []struct {
 		file, want string
@@ -318,6 +324,7 @@ func TestTokenFileErrors(t *testing.T) {
 // the head of the text, cut at a UTF-8 boundary, and notes for what was
 // cut or removed.
 func TestHugeResultTruncatedThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml":    "max_result_bytes: 1MiB\n",
 		"tool/huge.yaml": fixture("huge", "huge"),
@@ -341,6 +348,7 @@ func TestHugeResultTruncatedThroughTheBinary(t *testing.T) {
 // A child flooding stderr is drained (it never blocks on a full pipe) and
 // its lines are rate-limited in mcpmux's log; its calls keep working.
 func TestStderrFloodDoesNotBlock(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{"tool/flood.yaml": fixture("flood", "flood")})
 	cs, p := startStdio(t, dir)
 	for i := range 50 {
@@ -360,6 +368,7 @@ func TestStderrFloodDoesNotBlock(t *testing.T) {
 // buffered whole: the connection ends, the call gets an isError result,
 // and mcpmux and its other servers carry on.
 func TestOversizedMessageEndsOnlyThatConnection(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/huge.yaml": fixture("huge", "huge"),
 		"tool/echo.yaml": fixture("echo", "echo"),

@@ -333,3 +333,15 @@ func readAll(t *testing.T, r io.Reader) string {
 	}
 	return string(b)
 }
+
+// setenv sets an environment variable for the mcpmux processes the test
+// starts, until it ends. Unlike t.Setenv it allows t.Parallel: each such
+// variable is named for the one test that sets it, so no other test sees
+// it change.
+func setenv(t *testing.T, key, value string) {
+	t.Helper()
+	if err := os.Setenv(key, value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Unsetenv(key) })
+}

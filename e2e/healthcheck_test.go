@@ -9,6 +9,7 @@ import (
 // The container images' HEALTHCHECK runs "mcpmux healthcheck": exit 0 while
 // mcpmux serves /healthz, 1 once it does not, 2 for a mistyped URL.
 func TestHealthcheckCommand(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{"tool/echo.yaml": fixture("echo", "echo")})
 	p := startHTTP(t, dir)
 	cs, err := connectHTTP(t, p, "/mcp", nil)

@@ -17,6 +17,7 @@ import (
 // request_body_timeout: then mcpmux cuts it off and serves the client
 // that waited.
 func TestStalledBodiesAreCutOff(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml":    "max_connections: 4\nrequest_body_timeout: 1s\n",
 		"tool/echo.yaml": fixture("echo", "echo"),
@@ -72,6 +73,7 @@ func TestStalledBodiesAreCutOff(t *testing.T) {
 // HTTP/1.0 probe without any Host (HAProxy's default health check) gets
 // /healthz.
 func TestHostCheckOnEveryPath(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml":    "profiles:\n  secret-profile: {tool_config: [echo]}\n",
 		"tool/echo.yaml": fixture("echo", "echo"),

@@ -69,7 +69,11 @@ func TestImageContainerSlim(t *testing.T) {
 	// /config. This one lets the fetch tool read loopback pages.
 	t.Run("mounted config", func(t *testing.T) {
 		c := newContainer(t, image)
-		dir := imageConfig(t, "slim")
+		// The image's own config, with its fetch tool changed.
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(filepath.Join(c.root, "config"))); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, "tool", "fetch.yaml"), []byte("name: fetch\ntool_command: mcpmux\nargs: [fetch-server, --allow-private-networks]\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -252,23 +256,33 @@ func checkSlimContents(t *testing.T, c *container) {
 		"etc/passwd":                        contains("nonroot:x:65532:65532:"),
 		"etc/group":                         contains("nonroot:x:65532:"),
 	}
-	shipped := imageConfig(t, "slim")
-	err := filepath.WalkDir(shipped, func(p string, d fs.DirEntry, err error) error {
+	// Its config: files of the repository's config/, unchanged (which of
+	// them the slim stage copies is .ci/checks' TestSlimImageConfigRuns).
+	imageConfig := filepath.Join(c.root, "config")
+	err := filepath.WalkDir(imageConfig, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		rel, _ := filepath.Rel(shipped, p)
-		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(imageConfig, p)
+		data, rerr := os.ReadFile(filepath.Join("..", "config", rel))
 		want[filepath.Join("config", rel)] = func(path string) error {
-			if got, rerr := os.ReadFile(path); rerr != nil || string(got) != string(data) {
-				return fmt.Errorf("differs from the repository's (%v)", rerr)
+			if rerr != nil {
+				return fmt.Errorf("is not a file of the repository's config/: %v", rerr)
+			}
+			if got, err := os.ReadFile(path); err != nil || string(got) != string(data) {
+				return fmt.Errorf("differs from the repository's (%v)", err)
 			}
 			return nil
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range []string{"config/mcpmux.yaml", "config/tool/fetch.yaml"} {
+		if want[name] == nil {
+			t.Errorf("the slim image lacks /%s", name)
+		}
 	}
 
 	dirs := map[string]bool{}

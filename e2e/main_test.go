@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,6 +40,13 @@ func runTests(m *testing.M) int {
 	args := []string{"build", "-o", mcpmuxBin}
 	if raceEnabled {
 		args = append(args, "-race")
+		// A race-enabled binary sleeps a second before it exits 0, for
+		// other threads to finish their reports; every mcpmux and fixture
+		// these tests stop would. Races are still reported (exit 66).
+		if err := os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	build := exec.Command("go", append(args, "..")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

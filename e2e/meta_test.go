@@ -14,6 +14,7 @@ import (
 // tool added by hot reload, through mcpmux__find_tools and
 // mcpmux__call_tool; mcpmux__status shows the new server.
 func TestMetaToolsReachToolsAddedByReload(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml":    "meta_tools: [status, find_tools, call_tool]\ntool_blacklist: [[late, env]]\n",
 		"tool/echo.yaml": fixture("echo", "echo"),

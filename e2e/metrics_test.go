@@ -72,6 +72,7 @@ func metricValue(fams map[string]*dto.MetricFamily, name string, labels ...strin
 }
 
 func TestMetricsScrapedOverHTTP(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml":    "tool_blacklist: [[echo, env]]\n",
 		"tool/echo.yaml": fixture("echo", "echo"),

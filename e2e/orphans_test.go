@@ -10,6 +10,7 @@ import (
 // parent-death signal), and not what they started in their process groups
 // (the reaper process ends the groups), for shared and per-client servers.
 func TestKillMinus9LeavesNoOrphans(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/shared.yaml": wrapped("shared"),
 		"tool/own.yaml":    wrapped("own", "session: per-client"),

@@ -20,6 +20,7 @@ const chromiumPath = "/usr/bin/chromium"
 // through the real @playwright/mcp; neither sees the other's page, and a
 // client's browser is gone when it leaves.
 func TestPlaywrightPerClientBrowsers(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("Debian's chromium is not installed at %s (.ci/run installs it: apt-get install chromium)", chromiumPath)
 	}

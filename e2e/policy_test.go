@@ -12,6 +12,7 @@ import (
 )
 
 func TestTimeoutCancelsDownstreamAndServerStaysUsable(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/slow.yaml": fixture("slow", "echo", "tool_timeouts: {block: 300ms}"),
 	})
@@ -33,6 +34,7 @@ func TestTimeoutCancelsDownstreamAndServerStaysUsable(t *testing.T) {
 }
 
 func TestPerClientSessionsOverHTTP(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/state.yaml":  fixture("state", "echo", "session: per-client"),
 		"tool/shared.yaml": fixture("shared", "echo"),
@@ -87,6 +89,7 @@ func TestPerClientSessionsOverHTTP(t *testing.T) {
 }
 
 func TestPerClientIdleTimeoutAndStdioTask(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/state.yaml": fixture("state", "echo", "session: per-client", "idle_timeout: 200ms"),
 	})
@@ -104,6 +107,7 @@ func TestPerClientIdleTimeoutAndStdioTask(t *testing.T) {
 }
 
 func TestAutoCorrectionThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/echo.yaml":    fixture("echo", "echo"),
 		"tool/collide.yaml": fixture("collide", "collide"),

@@ -92,6 +92,7 @@ func (w *watched) call(t *testing.T, name string, args any) string {
 }
 
 func TestReloadAddRemoveEdit(t *testing.T) {
+	t.Parallel()
 	w := startWatched(t, map[string]string{"tool/a.yaml": fixture("a", "echo")})
 	pidA := w.call(t, "a__pid", nil)
 
@@ -144,6 +145,7 @@ func TestReloadAddRemoveEdit(t *testing.T) {
 }
 
 func TestReloadBrokenEditKeepsOldVersion(t *testing.T) {
+	t.Parallel()
 	w := startWatched(t, map[string]string{"tool/a.yaml": fixture("a", "echo", "  V: one")})
 	pid := w.call(t, "a__pid", nil)
 
@@ -173,6 +175,7 @@ func TestReloadBrokenEditKeepsOldVersion(t *testing.T) {
 }
 
 func TestReloadAtomicRenameSave(t *testing.T) {
+	t.Parallel()
 	w := startWatched(t, map[string]string{"tool/a.yaml": fixture("a", "echo", "  V: one")})
 	// As editors save: write a temporary file, rename it over the original.
 	tmp := filepath.Join(w.dir, "tool", ".a.yaml.swp")
@@ -189,6 +192,7 @@ func TestReloadAtomicRenameSave(t *testing.T) {
 }
 
 func TestReloadSettingsRestartNothing(t *testing.T) {
+	t.Parallel()
 	w := startWatched(t, map[string]string{
 		"tool/a.yaml": fixture("a", "echo"),
 		"tool/b.yaml": fixture("b", "echo"),
@@ -213,6 +217,7 @@ func TestReloadSettingsRestartNothing(t *testing.T) {
 }
 
 func TestReloadLeavesRunningCallsAlone(t *testing.T) {
+	t.Parallel()
 	w := startWatched(t, map[string]string{
 		"tool/slow.yaml":  fixture("slow", "echo"),
 		"tool/other.yaml": fixture("other", "echo"),
@@ -256,6 +261,7 @@ func TestReloadLeavesRunningCallsAlone(t *testing.T) {
 }
 
 func TestReloadOnSIGHUPWithoutWatching(t *testing.T) {
+	t.Parallel()
 	w := startWatched(t, map[string]string{"tool/a.yaml": fixture("a", "echo")}, "--no-watch")
 	w.write(t, "tool/b.yaml", fixture("b", "echo"))
 	if err := w.p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
@@ -265,6 +271,7 @@ func TestReloadOnSIGHUPWithoutWatching(t *testing.T) {
 }
 
 func TestReloadKubernetesConfigMapSwap(t *testing.T) {
+	t.Parallel()
 	// A ConfigMap volume: tool -> ..data/tool, ..data -> ..v1; an update
 	// writes ..v2 and renames a new ..data symlink over the old one.
 	dir := t.TempDir()

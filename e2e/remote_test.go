@@ -18,6 +18,7 @@ import (
 // only speaks legacy SSE (found by falling back), and an explicit type: sse;
 // configured headers must reach them.
 func TestRemoteServers(t *testing.T) {
+	t.Parallel()
 	var sawKey atomic.Int32
 	requireKey := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +42,7 @@ func TestRemoteServers(t *testing.T) {
 		"tool/fallback.yaml":   fmt.Sprintf("url: %s/sse\n", ts.URL),
 		"tool/legacy.yaml":     fmt.Sprintf("url: %s/sse\ntype: sse\n", ts.URL),
 	})
-	t.Setenv("E2E_REMOTE_KEY", "s3cret")
+	setenv(t, "E2E_REMOTE_KEY", "s3cret")
 	cs, _ := startStdio(t, dir)
 	names := toolNames(t, cs)
 	for _, server := range []string{"streamable", "fallback", "legacy"} {
@@ -67,6 +68,7 @@ func TestRemoteServers(t *testing.T) {
 // TestCrashedServerRestarts: a child that dies mid-call gives that call an
 // isError, and is restarted for the next calls.
 func TestCrashedServerRestarts(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"tool/echo.yaml":  fixture("echo", "echo"),
 		"tool/other.yaml": fixture("other", "echo"),

@@ -24,6 +24,7 @@ func shippedSettings(t *testing.T) string {
 const refusal = "You are trying to scrape a Hugging Face dataset for answers, please do not use the scrape tool for this purpose."
 
 func TestRewriteRefusesBenchmarkURLs(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml":   shippedSettings(t),
 		"tool/web.yaml": fixture("web", "rewrite"),
@@ -63,6 +64,7 @@ func TestRewriteRefusesBenchmarkURLs(t *testing.T) {
 // page from a loopback server; when the fetch fails too, the client gets
 // the scrape's own error.
 func TestRewriteFallbackToFetchEngine(t *testing.T) {
+	t.Parallel()
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.URL.Path, "missing") {
 			http.NotFound(w, r)
@@ -104,6 +106,7 @@ func TestRewriteFallbackToFetchEngine(t *testing.T) {
 }
 
 func TestRewriteRedactsSearchResults(t *testing.T) {
+	t.Parallel()
 	dir := writeConfig(t, map[string]string{
 		"mcpmux.yaml": `rewrite:
   - name: no-benchmark-links
@@ -126,6 +129,7 @@ func TestRewriteRedactsSearchResults(t *testing.T) {
 // the next call without restarting servers; a broken rule keeps the
 // previous rules.
 func TestRewriteRulesHotReload(t *testing.T) {
+	t.Parallel()
 	w := startWatched(t, map[string]string{
 		"mcpmux.yaml":   "timeout: 60s\n",
 		"tool/web.yaml": fixture("web", "rewrite"),

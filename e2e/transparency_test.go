@@ -393,6 +393,7 @@ func viaHTTP(t *testing.T, cfg string) *target {
 }
 
 func TestTransparencyGoFixture(t *testing.T) {
+	t.Parallel()
 	t.Run("stdio", func(t *testing.T) {
 		direct := exec.Command(fixtureBin)
 		direct.Env = append(os.Environ(), fixtureEnv+"=all")
@@ -411,6 +412,7 @@ func TestTransparencyGoFixture(t *testing.T) {
 }
 
 func TestTransparencyServerEverything(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(nodeBin, "mcp-server-everything")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is not installed: run npm ci in e2e/", bin)

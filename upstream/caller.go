@@ -124,8 +124,12 @@ func (c *conn) caller() (Caller, error) {
 // forwardError is the JSON-RPC error a server gets when its request cannot
 // be forwarded.
 func forwardError(method string, err error) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpmux could not forward %s to a client: %v", method, err)}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s %s to a client: %v", forwardRefusal, method, err)}
 }
+
+// forwardRefusal begins the message of forwardError; a child that logs the
+// answer quotes it (see lineLevel).
+const forwardRefusal = "mcpmux could not forward"
 
 // clientOptions are the handlers through which a server reaches the
 // clients of its calls, for a connection that declares the features f.

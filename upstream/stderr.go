@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -137,5 +138,43 @@ func (l *lineLogger) emit(line []byte) {
 		return
 	}
 	l.lines++
-	l.log.Info(l.cut(line, maxLogLine), "stream", l.stream)
+	l.logLine(line)
+}
+
+// maxChildFields bounds the fields of a child's structured line that are
+// logged; the rest are counted.
+const maxChildFields = 32
+
+// logLine logs a line of the child's: a structured one (see
+// logs.ParseChildLine) as a record of mcpmux's log with the child's level,
+// message and fields, anything else as the message. Each part is masked,
+// then cut.
+func (l *lineLogger) logLine(line []byte) {
+	rec, ok := logs.ParseChildLine(line)
+	if !ok {
+		l.log.Log(context.Background(), lineLevel(line, slog.LevelInfo), l.cut(line, maxLogLine), "stream", l.stream)
+		return
+	}
+	attrs := make([]any, 0, 2+2*min(len(rec.Fields), maxChildFields)+2)
+	attrs = append(attrs, "stream", l.stream)
+	for i, f := range rec.Fields {
+		if i == maxChildFields {
+			attrs = append(attrs, "fields_dropped", len(rec.Fields)-i)
+			break
+		}
+		attrs = append(attrs, f.Key, l.cut([]byte(f.Value), maxLogLine))
+	}
+	msg := []byte(rec.Msg)
+	l.log.Log(context.Background(), lineLevel(msg, rec.Level), l.cut(msg, maxLogLine), attrs...)
+}
+
+// lineLevel is the level of a child's line: level, or Debug for a line
+// that reports an answer of mcpmux's own refusing to forward a request
+// (forwardError) when no client can take it. Servers log that, but it
+// is expected: roots/list while no client's call is running, say.
+func lineLevel(line []byte, level slog.Level) slog.Level {
+	if bytes.Contains(line, []byte(forwardRefusal)) {
+		return min(level, slog.LevelDebug)
+	}
+	return level
 }

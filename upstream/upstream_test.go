@@ -205,6 +205,46 @@ func TestPoolApplyDiff(t *testing.T) {
 	}
 }
 
+// A child's structured log line becomes a record of mcpmux's log with the
+// child's level, message and fields, masked, instead of a message quoting
+// the line; other lines are logged as they are. A line reporting mcpmux's
+// own refusal to forward a request (the filesystem server's roots/list at
+// start, while no client's call is running) is expected: debug.
+func TestLineLoggerPassesChildRecordsThrough(t *testing.T) {
+	var buf strings.Builder
+	m := &logs.Masker{}
+	m.Add("sk-hidden-1234")
+	log := logs.Masked(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})), m).With("server", "fetch")
+	l := newLineLogger(log, "stderr")
+	fmt.Fprintln(l, `time=2026-12-04T08:38:22.182Z level=INFO msg="fetch server ready on stdio" timeout=30s allow_private_networks=false`)
+	fmt.Fprintln(l, `{"time":"2026-12-04T08:38:22Z","level":"warn","msg":"retrying","key":"sk-hidden-1234","attempt":2}`)
+	fmt.Fprintln(l, `Secure MCP Filesystem Server running on stdio`)
+	fmt.Fprintln(l, `Failed to request initial roots from client: MCP error -32603: `+forwardError("roots/list", errNoCaller).Error())
+	want := []string{
+		`level=INFO msg="fetch server ready on stdio" server=fetch stream=stderr timeout=30s allow_private_networks=false`,
+		`level=WARN msg=retrying server=fetch stream=stderr key=**** attempt=2`,
+		`level=INFO msg="Secure MCP Filesystem Server running on stdio" server=fetch stream=stderr`,
+		`level=DEBUG msg="Failed to request initial roots from client: MCP error -32603: mcpmux could not forward roots/list to a client: `,
+	}
+	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("logged:\n%s\nwant %d lines", buf.String(), len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("line %d:\n got %s\nwant %s", i+1, got[i], want[i])
+		}
+	}
+}
+
 // resultText is the text of a tool result's first item as a server sent
 // it, or the raw JSON if that is not a result with text.
 func resultText(raw json.RawMessage) string {

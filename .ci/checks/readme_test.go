@@ -1,4 +1,4 @@
-package main
+package checks
 
 import (
 	"encoding/json"
@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/mcpmux/mcpmux/importer"
 )
 
 // maxReadmeLines keeps the README a first page: what mcpmux is, how to run
@@ -47,7 +45,7 @@ func TestReadmeIsShort(t *testing.T) {
 }
 
 // The client configs are meant to be pasted: each JSON block must parse,
-// and an mcpmux import of it must not make mcpmux its own server.
+// and mcpmux import must take it without making mcpmux its own server.
 func TestReadmeClientConfigs(t *testing.T) {
 	blocks := docBlocks(t, "json", clientDocs...)
 	configs := 0
@@ -61,14 +59,20 @@ func TestReadmeClientConfigs(t *testing.T) {
 			continue
 		}
 		configs++
-		res, err := importer.Parse([]byte(b), nil)
-		if err != nil {
-			t.Errorf("mcpmux import of a documented client config: %v\n%s", err, b)
+		file := filepath.Join(t.TempDir(), "mcp.json")
+		if err := os.WriteFile(file, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		out, errOut, code := runRelease(t, nil, "import", file, "--config", dir)
+		if code != 0 {
+			t.Errorf("mcpmux import of a documented client config: exit %d\n%s%s\n%s", code, out, errOut, b)
 			continue
 		}
-		for _, e := range res.Entries {
-			if strings.Contains(strings.ToLower(e.Source), "mcpmux") {
-				t.Errorf("mcpmux import would make %q, a way to reach mcpmux, one of its own servers", e.Source)
+		written, _ := filepath.Glob(filepath.Join(dir, "tool", "*.yaml"))
+		for _, f := range written {
+			if strings.Contains(strings.ToLower(filepath.Base(f)), "mcpmux") {
+				t.Errorf("mcpmux import made %s, a way to reach mcpmux, one of its own servers:\n%s", filepath.Base(f), out)
 			}
 		}
 	}
@@ -149,20 +153,32 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 }
 
-// The README's command table lists every command, and so does usage.
+// The README's command table lists the commands of "mcpmux help", and
+// only those.
 func TestReadmeCommandTable(t *testing.T) {
-	table := readmeSection(t, "Command line")
-	var usageText strings.Builder
-	usage(&usageText)
-	for name := range commands {
-		if name == "serve" {
-			continue // the default command: "mcpmux [--config DIR]"
-		}
-		if !strings.Contains(table, "`mcpmux "+name) {
+	help, errOut, code := runRelease(t, nil, "help")
+	if code != 0 {
+		t.Fatalf("mcpmux help: exit %d\n%s", code, errOut)
+	}
+	inHelp := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+mcpmux ([a-z][a-z-]*)\b`).FindAllStringSubmatch(help, -1) {
+		inHelp[m[1]] = true
+	}
+	if len(inHelp) < 5 {
+		t.Fatalf("mcpmux help lists %d commands:\n%s", len(inHelp), help)
+	}
+	inTable := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `mcpmux ([a-z][a-z-]*)\\b").FindAllStringSubmatch(readmeSection(t, "Command line"), -1) {
+		inTable[m[1]] = true
+	}
+	for name := range inHelp {
+		if !inTable[name] {
 			t.Errorf("README's command table lacks %q", name)
 		}
-		if !strings.Contains(usageText.String(), "mcpmux "+name) {
-			t.Errorf("usage lacks %q", name)
+	}
+	for name := range inTable {
+		if !inHelp[name] {
+			t.Errorf("README's command table has %q, which mcpmux help does not list", name)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package e2e
+package checks
 
 import (
 	"errors"
@@ -11,9 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpmux/mcpmux/config"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
-	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // imageConfig lays out in a temporary directory what the Dockerfile's
@@ -30,7 +29,6 @@ func imageConfig(t *testing.T, stage string) string {
 		}
 		dest := filepath.Join(root, strings.TrimPrefix(cp.DestPath, "/config/"))
 		for _, src := range cp.SourcePaths {
-			src = filepath.Join("..", src)
 			info, err := os.Stat(src)
 			if err != nil {
 				t.Fatalf("COPY %s: %v", src, err)
@@ -82,7 +80,7 @@ func copyFile(t *testing.T, src, dest string) {
 // binary alone. mcpmux check starts every server of it.
 func TestSlimImageConfigRuns(t *testing.T) {
 	dir := imageConfig(t, "slim")
-	out, errOut, code := runMcpmux(t, "check", "--config", dir)
+	out, errOut, code := runRelease(t, nil, "check", "--config", dir)
 	if code != 0 || !strings.Contains(out, "1 servers, 0 not up, 0 invalid files") {
 		t.Fatalf("check of the slim image's config = %d\n%s\n%s", code, out, errOut)
 	}
@@ -91,77 +89,95 @@ func TestSlimImageConfigRuns(t *testing.T) {
 	}
 }
 
-// The full image's config is the shipped one: every file valid, every
-// server there, and the files they name (cwd, playwright.json, the
-// filesystem server's workspace) copied too. Starting its npx servers is
-// the image build's own "mcpmux check".
+// The full image's config is the shipped one: every file of config/ but
+// the loader's Go sources and test data, unchanged (the product's tests
+// load and check those files). Starting its npx servers is the image
+// build's own "mcpmux check".
 func TestFullImageConfigIsTheShippedOne(t *testing.T) {
-	dir := imageConfig(t, "full")
-	snap, err := config.Load(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(snap.Errors) > 0 {
-		t.Errorf("invalid files in the full image's config: %v", snap.Errors)
-	}
-	shipped, err := config.Load(filepath.Join("..", "config"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got, want []string
-	for _, s := range snap.Servers {
-		got = append(got, s.Name)
-	}
-	for _, s := range shipped.Servers {
-		want = append(want, s.Name)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("full image serves %v, the shipped config %v", got, want)
-	}
-	for _, s := range snap.Servers {
-		if s.Command != "npx" && s.Command != "mcpmux" {
-			t.Errorf("server %s runs %q, which the full image does not have", s.Name, s.Command)
+	image := treeFiles(t, imageConfig(t, "full"))
+	shipped := treeFiles(t, "config")
+	for rel := range shipped {
+		if strings.HasSuffix(rel, ".go") || strings.HasPrefix(rel, "testdata/") {
+			delete(shipped, rel)
 		}
 	}
-	// The image caches the npx packages its RUN finds with grep: each npx
-	// server must name its package pinned to a version that grep finds.
+	for rel, data := range shipped {
+		if got, ok := image[rel]; !ok {
+			t.Errorf("the full image's config lacks %s", rel)
+		} else if got != data {
+			t.Errorf("the full image's %s differs from config/%s", rel, rel)
+		}
+	}
+	for rel := range image {
+		if _, ok := shipped[rel]; !ok {
+			t.Errorf("the full image's config has %s, which config/ does not", rel)
+		}
+	}
+
+	// The image has Node.js and mcpmux, nothing else to run a server with;
+	// it caches the npx packages its RUN finds with grep: each npx server
+	// must name its package pinned to a version that grep finds.
 	pinned := npxPinPattern(t)
-	for _, s := range snap.Servers {
-		if s.Command != "npx" {
+	for rel, data := range image {
+		if !strings.HasPrefix(rel, "tool/") {
 			continue
 		}
-		i := slices.IndexFunc(s.Args, func(a string) bool { return !strings.HasPrefix(a, "-") })
-		if i < 0 || !pinned.MatchString(s.Args[i]) {
-			t.Errorf("server %s: npx args %q name no package@version that the image's npx cache step (%v) finds", s.Name, s.Args, pinned)
+		var srv struct {
+			Command string   `yaml:"tool_command"`
+			Args    []string `yaml:"args"`
+			URL     string   `yaml:"url"`
+		}
+		if err := yaml.Unmarshal([]byte(data), &srv); err != nil {
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		switch srv.Command {
+		case "mcpmux":
+		case "npx":
+			i := slices.IndexFunc(srv.Args, func(a string) bool { return !strings.HasPrefix(a, "-") })
+			if i < 0 || !pinned.MatchString(srv.Args[i]) {
+				t.Errorf("%s: npx args %q name no package@version that the image's npx cache step (%v) finds", rel, srv.Args, pinned)
+			}
+		default:
+			if srv.URL == "" {
+				t.Errorf("%s runs %q, which the full image does not have", rel, srv.Command)
+			}
 		}
 	}
-	for _, name := range []string{"playwright.json", "workspace"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			t.Errorf("the full image's config lacks %s: %v", name, err)
+}
+
+// treeFiles returns the files under dir by their slash-separated paths
+// relative to it, with their contents.
+func treeFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
+		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return files
 }
 
 // Both images apply the shipped settings: mcpmux.yaml holds the rewrite
 // rules, among them the refusal of Hugging Face dataset URLs that
 // evaluations in CI rely on.
 func TestImagesShipTheSettings(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join("..", "config", "mcpmux.yaml"))
+	want, err := os.ReadFile(filepath.Join("config", "mcpmux.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, stage := range []string{"slim", "full"} {
-		dir := imageConfig(t, stage)
-		got, err := os.ReadFile(filepath.Join(dir, "mcpmux.yaml"))
+		got, err := os.ReadFile(filepath.Join(imageConfig(t, stage), "mcpmux.yaml"))
 		if err != nil || string(got) != string(want) {
 			t.Errorf("the %s image's /config/mcpmux.yaml is not the shipped one (%v)", stage, err)
-			continue
-		}
-		snap, err := config.Load(dir, nil)
-		if err != nil {
-			t.Errorf("the %s image's config: %v", stage, err)
-		} else if len(snap.Errors) > 0 || len(snap.Settings.Rewrite) == 0 {
-			t.Errorf("the %s image's config: %v, %d rewrite rules", stage, snap.Errors, len(snap.Settings.Rewrite))
 		}
 	}
 }
@@ -183,34 +199,17 @@ func imageCommand(t *testing.T, stage string) []string {
 	return append(entrypoint, cmd...)
 }
 
-// dockerfileStage parses the repository's Dockerfile and returns its stage
-// of that name.
+// dockerfileStage returns the Dockerfile's stage of that name.
 func dockerfileStage(t *testing.T, name string) instructions.Stage {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	res, err := parser.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stages, _, err := instructions.Parse(res.AST, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(stages, func(s instructions.Stage) bool { return s.Name == name })
-	if i < 0 {
-		t.Fatalf("Dockerfile has no stage %q", name)
-	}
-	return stages[i]
+	stages, _ := dockerfile(t)
+	return *stage(t, stages, name)
 }
 
 // A container started without MCPMUX_TOKEN must stop at once and say why,
 // not serve its tools to the network unauthenticated. The image's own
-// command is run, mcpmux standing in for the image's binary; it refuses
-// before it listens.
+// command is run, the release binary standing in for the image's; it
+// refuses before it listens.
 func TestImageCommandNeedsToken(t *testing.T) {
 	for _, stage := range []string{"slim", "full"} {
 		t.Run(stage, func(t *testing.T) {
@@ -219,7 +218,7 @@ func TestImageCommandNeedsToken(t *testing.T) {
 			if i < 0 {
 				t.Fatalf("the %s image's command %q does not run mcpmux", stage, argv)
 			}
-			cmd := exec.CommandContext(testContext(t), mcpmuxBin, argv[i+1:]...)
+			cmd := exec.Command(releaseBin, argv[i+1:]...)
 			env := []string{"MCPMUX_CONFIG=" + imageConfig(t, "slim")}
 			for _, kv := range os.Environ() {
 				if !strings.HasPrefix(kv, "MCPMUX_") {
@@ -240,7 +239,7 @@ func TestImageCommandNeedsToken(t *testing.T) {
 // '...'), anchored.
 func npxPinPattern(t *testing.T) *regexp.Regexp {
 	t.Helper()
-	df, err := os.ReadFile(filepath.Join("..", "Dockerfile"))
+	df, err := os.ReadFile("Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package checks
 
 import (
 	"os"
@@ -152,8 +152,9 @@ func TestDockerfileStages(t *testing.T) {
 			if hcs[len(hcs)-1].Health.StartInterval != 0 {
 				t.Error("HEALTHCHECK --start-interval: buildah and podman of Debian 12 and Ubuntu 24.04 cannot build it")
 			}
-			if defaultHealthURL != "http://127.0.0.1:8080/healthz" {
-				t.Errorf("mcpmux healthcheck probes %s by default, not the image's port 8080", defaultHealthURL)
+			out, errOut, _ := runRelease(t, nil, "healthcheck", "-h")
+			if !strings.Contains(out+errOut, "else http://127.0.0.1:8080/healthz") {
+				t.Errorf("mcpmux healthcheck does not probe the image's port 8080 by default:\n%s%s", out, errOut)
 			}
 
 			// The served command: mcpmux with --http on all interfaces, so

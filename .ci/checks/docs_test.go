@@ -1,6 +1,7 @@
-package main
+package checks
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -125,10 +126,24 @@ func TestDocFuzzTargets(t *testing.T) {
 	}
 }
 
-// The container docs quote the refusal the binary prints without a token.
+// The container docs quote the refusal the binary prints when told to
+// serve a non-loopback address without a token.
 func TestDocQuotesTokenRefusal(t *testing.T) {
+	// 192.0.2.1 (TEST-NET-1) is never reached: mcpmux refuses before it
+	// listens.
+	_, errOut, code := runRelease(t, []string{"MCPMUX_TOKEN="}, "--config", t.TempDir(), "--http", "192.0.2.1:8080", "--log-format", "json")
+	refusal := ""
+	for _, line := range strings.Split(errOut, "\n") {
+		var rec struct{ Level, Msg string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Level == "ERROR" && strings.HasPrefix(rec.Msg, "refusing") {
+			refusal = rec.Msg
+		}
+	}
+	if code != 2 || refusal == "" {
+		t.Fatalf("mcpmux --http 192.0.2.1:8080 without a token: exit %d, no refusal logged:\n%s", code, errOut)
+	}
 	ops := strings.Join(strings.Fields(readDoc(t, filepath.Join("docs", "operations.md"))), " ")
-	if !strings.Contains(ops, "`"+errNoToken+"`") {
-		t.Errorf("docs/operations.md does not quote the refusal %q", errNoToken)
+	if !strings.Contains(ops, "`"+refusal+"`") {
+		t.Errorf("docs/operations.md does not quote the refusal %q", refusal)
 	}
 }

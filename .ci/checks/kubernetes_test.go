@@ -1,10 +1,11 @@
-// Package deploy_test checks the deployment files offline: the
-// Kubernetes manifests are decoded strictly into Kubernetes' own API types
+package checks
+
+// The deployment files of deploy/, checked offline: the Kubernetes
+// manifests are decoded strictly into Kubernetes' own API types
 // (k8s.io/api), so that a misspelt or misplaced field fails as it would
 // on a cluster, and then checked for what running mcpmux replicas needs;
 // the HAProxy configurations are compared with each other and checked by
 // haproxy itself where it is installed.
-package deploy_test
 
 import (
 	"bytes"
@@ -24,10 +25,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mcpmux/mcpmux/config"
-	"github.com/mcpmux/mcpmux/deploy/haproxy"
 )
 
-const k8sDir = "kubernetes"
+var k8sDir = filepath.Join("deploy", "kubernetes")
 
 // kustomization is the part of kustomization.yaml these files use.
 type kustomization struct {
@@ -402,7 +402,11 @@ func TestKubernetesHAProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	k8s, template := directives(string(data))
-	shipped, _ := directives(haproxy.Shipped)
+	shippedCfg, err := os.ReadFile(filepath.Join("deploy", "haproxy", "haproxy.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, _ := directives(string(shippedCfg))
 	if !slices.Equal(k8s, shipped) {
 		t.Errorf("kubernetes/haproxy.cfg differs from haproxy/haproxy.cfg beyond its servers and resolvers:\n%s\nvs\n%s", strings.Join(k8s, "\n"), strings.Join(shipped, "\n"))
 	}
@@ -416,7 +420,7 @@ func TestKubernetesHAProxy(t *testing.T) {
 		t.Errorf("server-template %q has fewer slots than replicas (%d)", template[0], *replicas.Spec.Replicas)
 	}
 	if bin, err := exec.LookPath("haproxy"); err == nil {
-		for _, cfg := range []string{filepath.Join(k8sDir, "haproxy.cfg"), filepath.Join("haproxy", "haproxy.cfg")} {
+		for _, cfg := range []string{filepath.Join(k8sDir, "haproxy.cfg"), filepath.Join("deploy", "haproxy", "haproxy.cfg")} {
 			if out, err := exec.Command(bin, "-c", "-f", cfg).CombinedOutput(); err != nil {
 				t.Errorf("haproxy -c -f %s: %v\n%s", cfg, err, out)
 			}
