@@ -234,11 +234,8 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 	}
 }
 
-// Not parallel: a call that races ts.CloseClientConnections on a reused
-// keep-alive connection fails in http.Client.Do, which the go-sdk reports
-// as "rejected by transport" (-32005) and mcpmux passes on instead of
-// sending it again; the more load, the likelier.
 func TestFaultHTTPDownstreamRestarted(t *testing.T) {
+	t.Parallel()
 	// The downstream "restarts": a new handler (no sessions) takes over and
 	// the open connections drop, as when its process is replaced.
 	var inits atomic.Int32

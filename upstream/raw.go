@@ -130,7 +130,7 @@ func (r *rawCalls) call(ctx context.Context, write func(context.Context, jsonrpc
 			// request was sent.
 			return nil, cancelled()
 		}
-		return nil, fmt.Errorf("sending %s: %w", method, err)
+		return nil, &notSentError{method: method, err: err}
 	}
 	select {
 	case resp := <-ch:
@@ -342,6 +342,16 @@ func (b *rawEvents) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// notSentError is a raw request that could not be written: over HTTP, its
+// POST did not reach the server (the transport's "rejected" error).
+type notSentError struct {
+	method string
+	err    error
+}
+
+func (e *notSentError) Error() string { return fmt.Sprintf("sending %s: %v", e.method, e.err) }
+func (e *notSentError) Unwrap() error { return e.err }
 
 // errNoRawWire is returned for a raw request on a connection whose
 // transport was not connected through tapTransport.

@@ -1,11 +1,14 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,5 +137,42 @@ func TestCallCancelledBeforeHeadersOverHTTP(t *testing.T) {
 	case <-cancelled:
 	case <-time.After(10 * time.Second):
 		t.Error("the server was not told the call was cancelled")
+	}
+}
+
+// A request whose POST never reached the server (its connection broke, as
+// when a server restarts) is sent again, once: nothing ran.
+func TestCallResentWhenItsPostBrokeOff(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "flaky", Version: "1"}, nil)
+	var calls atomic.Int32
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		calls.Add(1)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	var broke atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/call"`)) && broke.CompareAndSwap(false, true) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close() // the POST breaks off before the server has it
+			}
+			return
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	cfg, ferr := config.ParseServer("flaky.yaml", []byte("name: flaky\nurl: "+ts.URL+"\n"), nil)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	pool := NewPool(nil)
+	defer pool.Close(context.Background(), time.Second)
+	pool.Apply(context.Background(), []*config.Server{cfg}, time.Minute)
+	res, err := pool.Get("flaky").CallTool(context.Background(), CallParams{Params: &mcp.CallToolParams{Name: "echo"}})
+	if err != nil || resultText(res) != "ran" || !broke.Load() || calls.Load() != 1 {
+		t.Errorf("call = %s, %v (broke %v, ran %d times); want it sent again and run once", res, err, broke.Load(), calls.Load())
 	}
 }

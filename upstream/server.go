@@ -595,11 +595,17 @@ func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
 //
 // An HTTP server that answers "unknown session" has not run the request:
 // it restarted and forgot us. Then the request is sent once more, on the
-// new session, so that the client never sees that restart.
+// new session, so that the client never sees that restart. So is a request
+// whose POST never reached the server (its connection broke, as when the
+// server restarts).
 func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *conn, string) (R, error)) (R, error) {
 	res, err := runOnce(ctx, s, r, h, send)
-	if errors.Is(err, errSessionLost) {
+	switch {
+	case errors.Is(err, errSessionLost):
 		s.log.Info("resending the request on a new session")
+		res, err = runOnce(ctx, s, r, h, send)
+	case errors.Is(err, errNotDelivered):
+		s.log.Info("resending the request: it did not reach the server")
 		res, err = runOnce(ctx, s, r, h, send)
 	}
 	return res, err
@@ -696,6 +702,13 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 		go c.close()
 		return &LostError{Server: s.cfg.Name, Err: errSessionLost}
 	}
+	var notSent *notSentError
+	if errors.As(err, &notSent) && s.cfg.IsRemote() && !isClosed(c) {
+		// The POST failed before the server had it (the transport wraps
+		// that in its own JSON-RPC "rejected" error, which is not the
+		// server's answer): nothing ran, so it may be sent again.
+		return &LostError{Server: s.cfg.Name, Err: errNotDelivered}
+	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
 		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
@@ -717,6 +730,10 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 // errSessionLost is the cause of a call refused by an HTTP server that no
 // longer knows the session: the server did not run it.
 var errSessionLost = errors.New("the server restarted and lost the session")
+
+// errNotDelivered is the cause of a request whose HTTP POST failed before
+// it reached the server.
+var errNotDelivered = errors.New("the request did not reach the server: its connection broke")
 
 // connGone reports whether err says the connection itself broke: the
 // child's pipes closed (a write to a dead child fails with EPIPE) or the
