@@ -52,32 +52,7 @@ func startReplicas(t *testing.T, dir string, n int, args ...string) []*replica {
 		name := fmt.Sprintf("r%d", i+1)
 		cmd := exec.Command(mcpmuxBin, append([]string{"--config", dir, "--http", "127.0.0.1:0"}, args...)...)
 		cmd.Env = append(os.Environ(), replicaEnv+"="+name)
-		// Should the test binary die without its cleanups (a panic), the
-		// replicas stop with it, and their children with them.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
-		cmd.Stderr = p.logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("replica %s log:\n%s", name, p.logs.String())
-			}
-		})
-		go func() {
-			p.err = cmd.Wait()
-			close(p.exited)
-		}()
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.exited:
-			case <-time.After(testTimeout):
-				_ = cmd.Process.Kill()
-			}
-		})
-		p.url = p.logs.waitFor(t, urlRE)
+		p := runHTTP(t, "replica "+name, cmd)
 		out = append(out, &replica{process: p, name: name, addr: strings.TrimPrefix(p.url, "http://")})
 	}
 	for _, r := range out {

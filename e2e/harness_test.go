@@ -202,13 +202,26 @@ var urlRE = regexp.MustCompile(`url=(http://[^ ]+)/mcp`)
 // listens.
 func startHTTP(t *testing.T, dir string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(mcpmuxBin, append([]string{"--config", dir, "--http", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
+	return runHTTP(t, "mcpmux", exec.Command(mcpmuxBin, append([]string{"--config", dir, "--http", "127.0.0.1:0", "--log-level", "debug"}, args...)...))
+}
+
+// runHTTP starts cmd, an mcpmux --http on port 0, and returns once it
+// listens. It is stopped when the test ends, or with the test binary should
+// a panic skip the cleanups; its log, under name, is shown if the test
+// fails.
+func runHTTP(t *testing.T, name string, cmd *exec.Cmd) *process {
+	t.Helper()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p.dumpLogsOnFailure(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, p.logs.String())
+		}
+	})
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -245,26 +244,7 @@ func startHTTPEnv(t *testing.T, dir string, env []string, args ...string) *proce
 	t.Helper()
 	cmd := exec.Command(mcpmuxBin, append([]string{"--config", dir, "--http", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
-	cmd.Stderr = p.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.dumpLogsOnFailure(t)
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(testTimeout):
-			_ = cmd.Process.Kill()
-		}
-	})
-	p.url = p.logs.waitFor(t, urlRE)
-	return p
+	return runHTTP(t, "mcpmux", cmd)
 }
 
 // runMcpmuxEnv is runMcpmux with extra environment variables.
