@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -32,6 +31,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/oauthtest"
 	"github.com/mcpmux/mcpmux/oauth"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -89,7 +89,7 @@ func run() error {
 		Logger:     log,
 		ClientInfo: &mcp.Implementation{Name: "mcpmux-conformance", Version: "1.0.0"},
 		Tokens:     oauth.NewStore(state, &oauth.StoreOptions{Logger: log}),
-		Authorize:  func(ctx context.Context, _, authURL string) error { return follow(ctx, authURL) },
+		Authorize:  func(ctx context.Context, _, authURL string) error { return oauthtest.Follow(ctx, authURL) }, // the suite's authorization servers approve at once
 	})
 	defer pool.Close(context.Background(), time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -143,25 +143,6 @@ func toolFile(serverURL, scenario string, data map[string]any) (*config.Server, 
 		return nil, ferr
 	}
 	return cfg, nil
-}
-
-// follow does what a person's browser does with an authorization URL: the
-// suite's authorization servers approve at once and redirect to the
-// loopback address the OAuth handler listens on.
-func follow(ctx context.Context, authURL string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("following the authorization URL: %s", resp.Status)
-	}
-	return nil
 }
 
 // caller is the client on whose behalf the scenario's call runs. It
