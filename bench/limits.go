@@ -2,23 +2,32 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// limits (issue 16): what a misbehaving peer costs mcpmux. A server that
-// floods stderr: mcpmux's CPU per MB it drains. Clients that open HTTP
-// sessions and abandon them: what the open ones hold, and that
-// max_sessions refuses the rest (a correctness figure).
+// limits (issue 16): what a misbehaving peer costs mcpmux. A call of a
+// megabyte-long tool name full of separators: mcpmux's CPU for it and
+// another client's latency meanwhile. A server that floods stderr:
+// mcpmux's CPU per MB it drains. Clients that open HTTP sessions and
+// abandon them: what the open ones hold, and that max_sessions refuses the
+// rest (a correctness figure).
 func limits(ctx context.Context, e *env, o options) ([]row, error) {
+	name, err := separatorName(ctx, e, o)
+	if err != nil {
+		return nil, err
+	}
 	flood, err := stderrFlood(ctx, e, o)
 	if err != nil {
 		return nil, err
@@ -27,7 +36,109 @@ func limits(ctx context.Context, e *env, o options) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []row{flood, sessions}, nil
+	return []row{name, flood, sessions}, nil
+}
+
+// separatorName calls a tool named "a" + "__"×524 287 (1 MiB) over HTTP
+// from as many clients as there are cores, at once, with 12 servers
+// configured, while another client calls an echo tool in a loop: mcpmux's
+// CPU for those calls, and the other client's latency before and during
+// them. Resolving such a name once cost a map lookup per separator, each
+// hashing a long slice of the name.
+func separatorName(ctx context.Context, e *env, o options) (row, error) {
+	var servers []server
+	for i := range 12 {
+		servers = append(servers, server{name: fmt.Sprintf("s%02d", i)})
+	}
+	p, err := e.startMuxHTTP(e.configDir(servers...), false)
+	if err != nil {
+		return row{}, err
+	}
+	defer p.stop()
+	victim, err := connectHTTP(ctx, newClient(nil), p.url, httpClient())
+	if err != nil {
+		return row{}, err
+	}
+	defer victim.Close()
+	attackers := make([]*mcp.ClientSession, runtime.NumCPU())
+	for i := range attackers {
+		if attackers[i], err = connectHTTP(ctx, newClient(nil), p.url, httpClient()); err != nil {
+			return row{}, err
+		}
+		defer attackers[i].Close()
+	}
+
+	// calls times echo calls of the victim until done is closed, or n
+	// calls if done is nil.
+	calls := func(n int, done <-chan struct{}) (samples, error) {
+		var s samples
+		for i := 0; done != nil || i < n; i++ {
+			if done != nil {
+				select {
+				case <-done:
+					return s, nil
+				default:
+				}
+			}
+			t := time.Now()
+			if err := echo(ctx, victim, "s00__echo", fmt.Sprint("call ", i)); err != nil {
+				return nil, err
+			}
+			s = append(s, time.Since(t))
+		}
+		return s, nil
+	}
+	n := 500
+	if o.quick {
+		n = 100
+	}
+	before, err := calls(n, nil)
+	if err != nil {
+		return row{}, err
+	}
+
+	name := "a" + strings.Repeat("__", 1<<19)
+	done := make(chan struct{})
+	answers := make([]string, len(attackers))
+	errs := make([]error, len(attackers))
+	var wg sync.WaitGroup
+	c0, t0 := cpuTime(p.pid()), time.Now()
+	for i, cs := range attackers {
+		wg.Go(func() {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+			switch {
+			case err != nil:
+				errs[i] = err
+			case !res.IsError:
+				errs[i] = fmt.Errorf("a %d-byte name answered without isError", len(name))
+			default:
+				answers[i] = resultText(res)
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	during, err := calls(0, done)
+	<-done
+	cpu, wall := cpuTime(p.pid())-c0, time.Since(t0)
+	if err != nil {
+		return row{}, err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return row{}, err
+	}
+	if len(during) == 0 {
+		during = samples{wall} // the victim's one call outlasted the attack
+	}
+	return row{
+		Figure: fmt.Sprintf("%d calls at once of a 1 MiB tool name full of separators (\"a\" + \"__\"×524 287), 12 servers: mcpmux's CPU per call; another client's echo calls before and during them", len(attackers)),
+		Value:  fmt.Sprintf("%.2f CPU-s", cpu.Seconds()/float64(len(attackers))),
+		Median: fmt.Sprintf("%s during vs %s before", ms(during.median()), ms(before.median())),
+		P99:    fmt.Sprintf("%s during vs %s before", ms(during.p99()), ms(before.p99())),
+		Note: fmt.Sprintf("the other client's mean %s during vs %s before, %d calls during them; answered in %s (%d bytes: %.40q…)",
+			ms(during.mean()), ms(before.mean()), len(during), ms(wall), len(answers[0]), answers[0]),
+
+		Command: "go run ./bench -only limits",
+	}, nil
 }
 
 // stderrFlood runs mcpmux with one server that writes stderr as fast as it

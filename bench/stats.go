@@ -26,7 +26,19 @@ func (s samples) quantile(q float64) time.Duration {
 }
 
 func (s samples) median() time.Duration { return s.quantile(0.5) }
-func (s samples) p99() time.Duration    { return s.quantile(0.99) }
+
+func (s samples) mean() time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	return sum / time.Duration(len(s))
+}
+
+func (s samples) p99() time.Duration { return s.quantile(0.99) }
 
 // row is one line of the results table.
 type row struct {

@@ -19,9 +19,16 @@ func TestQuantiles(t *testing.T) {
 	if s[0] != 100*time.Millisecond {
 		t.Error("quantile sorted the samples in place")
 	}
+	if got := s.mean(); got != 50500*time.Microsecond {
+		t.Errorf("mean = %v, want 50.5ms", got)
+	}
 	if got := (samples{}).median(); got != 0 {
 		t.Errorf("median of nothing = %v", got)
 	}
+	if got := (samples{}).mean(); got != 0 {
+		t.Errorf("mean of nothing = %v", got)
+	}
+
 }
 
 func TestNextCursor(t *testing.T) {

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestParseSize(t *testing.T) {
@@ -60,7 +62,58 @@ func TestSecuritySettings(t *testing.T) {
 	}
 }
 
+// The HTTP limits of issue 16: their defaults, their values, and negative
+// values refused by name.
+func TestHTTPLimitSettings(t *testing.T) {
+	d := DefaultSettings()
+	if d.MaxSessions != 1000 || d.SessionTimeout != 30*time.Minute || d.RequestBodyTimeout != 30*time.Second || d.MaxConnections != 0 {
+		t.Errorf("defaults: max_sessions %d, session_timeout %v, request_body_timeout %v, max_connections %d; want 1000, 30m, 30s, 0",
+			d.MaxSessions, d.SessionTimeout, d.RequestBodyTimeout, d.MaxConnections)
+	}
+	s, ferr := ParseSettings("mcpmux.yaml", []byte("max_sessions: 5\nsession_timeout: 90s\nrequest_body_timeout: 2s\nmax_connections: 64\n"), env(nil))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if s.MaxSessions != 5 || s.SessionTimeout != 90*time.Second || s.RequestBodyTimeout != 2*time.Second || s.Connections() != 64 {
+		t.Errorf("got max_sessions %d, session_timeout %v, request_body_timeout %v, connections %d", s.MaxSessions, s.SessionTimeout, s.RequestBodyTimeout, s.Connections())
+	}
+	for _, field := range []string{"max_sessions: -1", "max_connections: -2", "session_timeout: -1s", "request_body_timeout: -5m"} {
+		name, _, _ := strings.Cut(field, ":")
+		_, ferr := ParseSettings("mcpmux.yaml", []byte(field+"\n"), env(nil))
+		if ferr == nil || !strings.Contains(ferr.Error(), name) || !strings.Contains(ferr.Error(), "must not be negative") {
+			t.Errorf("%q: error %v, want it to name %s as negative", field, ferr, name)
+		}
+	}
+}
+
+// max_connections defaults to half the open-file limit, so that the other
+// half stays for children, pipes and config files; at least 16, at most
+// 4096.
+func TestDefaultMaxConnections(t *testing.T) {
+	var saved syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &saved); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &saved); err != nil {
+			t.Errorf("restoring the open-file limit: %v", err)
+		}
+	})
+	for limit, want := range map[uint64]int{256: 128, 1024: 512, 20: 16, 16384: 4096} {
+		if limit > saved.Max {
+			continue
+		}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: limit, Max: saved.Max}); err != nil {
+			t.Fatal(err)
+		}
+		if got := (&Settings{}).Connections(); got != want {
+			t.Errorf("open-file limit %d: max_connections defaults to %d, want %d", limit, got, want)
+		}
+	}
+}
+
 func TestOriginPatterns(t *testing.T) {
+
 	for _, c := range []struct {
 		pattern, origin string
 		ok              bool

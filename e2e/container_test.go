@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,9 @@ type container struct {
 	root     string // its root file system, mounted
 	spec     imageSpec
 	dev, ino uint64 // of root: a process with this root directory runs in the container
+	// user, if set, is the "uid:gid" processes run as instead of the
+	// image's USER (a pod's runAsUser and runAsGroup).
+	user string
 }
 
 // newContainer creates a container of image, removed when the test ends
@@ -103,6 +107,9 @@ func (c *container) command(ctx context.Context, env, volumes []string, argv ...
 	// Without a PID namespace the full image's tini is not PID 1; as a
 	// subreaper it still inherits the orphans it would reap there.
 	args := []string{"run", "--isolation", "chroot", "--env", "TINI_SUBREAPER=1"}
+	if c.user != "" {
+		args = append(args, "--user", c.user)
+	}
 	for _, kv := range env {
 		args = append(args, "--env", kv)
 	}
@@ -116,7 +123,13 @@ func (c *container) command(ctx context.Context, env, volumes []string, argv ...
 // run runs argv in the container to its end: its output and exit code.
 func (c *container) run(t *testing.T, env []string, argv ...string) (string, int) {
 	t.Helper()
-	out, err := c.command(testContext(t), env, nil, argv...).CombinedOutput()
+	return c.runWith(t, env, nil, argv...)
+}
+
+// runWith is run with volumes mounted.
+func (c *container) runWith(t *testing.T, env, volumes []string, argv ...string) (string, int) {
+	t.Helper()
+	out, err := c.command(testContext(t), env, volumes, argv...).CombinedOutput()
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
@@ -127,11 +140,11 @@ func (c *container) run(t *testing.T, env []string, argv ...string) (string, int
 	return string(out), 0
 }
 
-// uid is the user the image runs as: its USER, looked up in its
-// /etc/passwd when it is a name.
+// uid is the user the container runs as: its user, else the image's USER,
+// looked up in its /etc/passwd when it is a name.
 func (c *container) uid(t *testing.T) int {
 	t.Helper()
-	user, _, _ := strings.Cut(c.spec.User, ":")
+	user, _, _ := strings.Cut(cmp.Or(c.user, c.spec.User), ":")
 	if user == "" {
 		t.Fatal("the image has no USER: it runs as root")
 	}
@@ -235,26 +248,37 @@ type served struct {
 	url    string // http://127.0.0.1:PORT, where it listens
 }
 
-var servingRE = regexp.MustCompile(`msg="serving MCP over Streamable HTTP" url=http://\S*:(\d+)/mcp`)
+// Log lines of mcpmux, in its text format or in JSON (--log-format json).
+var (
+	servingRE        = regexp.MustCompile(`"?msg"?[=:]"serving MCP over Streamable HTTP"[ ,]"?url"?[=:]"?http://[^\s"]*:(\d+)/mcp`)
+	serversStartedRE = regexp.MustCompile(`"?msg"?[=:]"servers started"[ ,]"?up"?[=:](\d+)[ ,]"?configured"?[=:](\d+)`)
+)
 
 // serve runs the image's command as "docker run -e MCPMUX_TOKEN=... IMAGE"
-// does, with the port of its --http address replaced by 0: 8080 may be
-// taken on this shared network. It returns once mcpmux listens.
+// does (see start).
 func (c *container) serve(t *testing.T, token string, volumes ...string) *served {
 	t.Helper()
-	cmd := slices.Clone(c.spec.Cmd)
+	return c.start(t, c.spec.Cmd, []string{"MCPMUX_TOKEN=" + token}, volumes)
+}
+
+// start runs the image's entrypoint with args in the container, with the
+// port of their --http address replaced by 0 (8080 may be taken on this
+// shared network), and returns once mcpmux listens.
+func (c *container) start(t *testing.T, args, env, volumes []string) *served {
+	t.Helper()
+	cmd := slices.Clone(args)
 	i := slices.Index(cmd, "--http")
 	if i < 0 || i+1 == len(cmd) {
-		t.Fatalf("the image's CMD %q has no --http ADDR", c.spec.Cmd)
+		t.Fatalf("the arguments %q have no --http ADDR", args)
 	}
 	host, _, err := net.SplitHostPort(cmd[i+1])
 	if err != nil {
-		t.Fatalf("the image's CMD %q: %v", c.spec.Cmd, err)
+		t.Fatalf("the arguments %q: %v", args, err)
 	}
 	cmd[i+1] = net.JoinHostPort(host, "0")
 
 	s := &served{c: c, logs: newLogBuffer(), exited: make(chan struct{})}
-	s.cmd = c.command(context.Background(), []string{"MCPMUX_TOKEN=" + token}, volumes, append(slices.Clone(c.spec.Entrypoint), cmd...)...)
+	s.cmd = c.command(context.Background(), env, volumes, append(slices.Clone(c.spec.Entrypoint), cmd...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -277,8 +301,6 @@ func (c *container) serve(t *testing.T, token string, volumes ...string) *served
 	s.url = "http://127.0.0.1:" + s.logs.waitFor(t, servingRE)
 	return s
 }
-
-var serversStartedRE = regexp.MustCompile(`msg="servers started" up=(\d+) configured=(\d+)`)
 
 // waitServersStarted waits until mcpmux has started every server and
 // returns how many are up and how many are configured.

@@ -25,6 +25,10 @@ func TestStalledBodiesAreCutOff(t *testing.T) {
 	p := startHTTP(t, dir)
 	p.logs.waitFor(t, regexp.MustCompile(`max_connections=4`))
 	addr := strings.TrimPrefix(p.url, "http://")
+	// Before the first stall: mcpmux starts a body's clock after this, so
+	// no stalled connection can be cut off, and no place freed, within
+	// request_body_timeout of it.
+	stallsBegan := time.Now()
 	var stalled []net.Conn
 	for range 4 {
 		c, err := net.Dial("tcp", addr)
@@ -37,16 +41,20 @@ func TestStalledBodiesAreCutOff(t *testing.T) {
 	}
 
 	// A fifth client waits for a place, which a cut-off body frees.
-	answered := make(chan string, 1)
+	type answer struct {
+		status string
+		after  time.Duration // since the stalls began
+	}
+	answered := make(chan answer, 1)
 	go func() {
 		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: testTimeout}
 		resp, err := c.Get(p.url + "/healthz")
 		if err != nil {
-			answered <- err.Error()
+			answered <- answer{err.Error(), time.Since(stallsBegan)}
 			return
 		}
 		resp.Body.Close()
-		answered <- resp.Status
+		answered <- answer{resp.Status, time.Since(stallsBegan)}
 	}()
 	for i, c := range stalled {
 		_ = c.SetReadDeadline(time.Now().Add(testTimeout))
@@ -60,9 +68,15 @@ func TestStalledBodiesAreCutOff(t *testing.T) {
 	}
 	select {
 	case got := <-answered:
-		if got != "200 OK" {
-			t.Errorf("the waiting client: %s", got)
+		if got.status != "200 OK" {
+			t.Errorf("the waiting client: %s", got.status)
 		}
+		// A lower bound, which a slow machine only makes easier to meet:
+		// without max_connections the client is served at once.
+		if got.after < time.Second {
+			t.Errorf("the waiting client was served %v after the stalls began, before request_body_timeout (1s) could cut one off: max_connections did not hold it back", got.after)
+		}
+
 	case <-time.After(testTimeout):
 		t.Fatal("the waiting client was never served")
 	}

@@ -18,8 +18,10 @@
 #    shipped config and its browser opens a page; both as non-root, with a
 #    healthy HEALTHCHECK, refusing to start without a token, leaving no
 #    process behind; slim holds nothing but the binary, its config, CA
-#    certificates and passwd/group.
+#    certificates and passwd/group. e2e/image_kubernetes_test.go runs full
+#    as deploy/kubernetes's pod, on a read-only root filesystem.
 #
+
 # Needs root (buildah --isolation chroot, mmdebstrap), apt-get, Go, Node.js
 # and npm on an x86-64 Linux machine; installs buildah and mmdebstrap if
 # they are missing. Exits non-zero, naming what failed, on any failure.
