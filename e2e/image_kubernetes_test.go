@@ -14,9 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpmux/mcpmux/config"
 )
@@ -139,7 +137,7 @@ func TestImageContainerKubernetes(t *testing.T) {
 
 // kubernetesPod returns the pod template of deploy/kubernetes's Deployment
 // mcpmux and the ConfigMaps of the kustomization, by name.
-func kubernetesPod(t *testing.T) (*corev1.PodSpec, map[string]*corev1.ConfigMap) {
+func kubernetesPod(t *testing.T) (*podSpec, map[string]*k8sConfigMap) {
 	t.Helper()
 	dir := filepath.Join("..", "deploy", "kubernetes")
 	var k struct{ Resources []string }
@@ -150,8 +148,8 @@ func kubernetesPod(t *testing.T) (*corev1.PodSpec, map[string]*corev1.ConfigMap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pod *corev1.PodSpec
-	configMaps := map[string]*corev1.ConfigMap{}
+	var pod *podSpec
+	configMaps := map[string]*k8sConfigMap{}
 	for _, file := range k.Resources {
 		data, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
@@ -168,17 +166,17 @@ func kubernetesPod(t *testing.T) (*corev1.PodSpec, map[string]*corev1.ConfigMap)
 			}
 			switch {
 			case head.Kind == "Deployment" && head.Metadata.Name == "mcpmux":
-				var d appsv1.Deployment
+				var d k8sDeployment
 				if err := yaml.Unmarshal(doc, &d); err != nil {
 					t.Fatalf("%s: %v", file, err)
 				}
 				pod = &d.Spec.Template.Spec
 			case head.Kind == "ConfigMap":
-				var cm corev1.ConfigMap
+				var cm k8sConfigMap
 				if err := yaml.Unmarshal(doc, &cm); err != nil {
 					t.Fatalf("%s: %v", file, err)
 				}
-				configMaps[cm.Name] = &cm
+				configMaps[cm.Metadata.Name] = &cm
 			}
 		}
 	}
@@ -190,7 +188,7 @@ func kubernetesPod(t *testing.T) (*corev1.PodSpec, map[string]*corev1.ConfigMap)
 
 // podUser is the pod's runAsUser:runAsGroup, as buildah run --user takes
 // it.
-func podUser(t *testing.T, pod *corev1.PodSpec) string {
+func podUser(t *testing.T, pod *podSpec) string {
 	t.Helper()
 	sc := pod.SecurityContext
 	if sc == nil || sc.RunAsUser == nil || sc.RunAsGroup == nil {
@@ -203,7 +201,7 @@ func podUser(t *testing.T, pod *corev1.PodSpec) string {
 // pod, by name. An emptyDir is empty and as the kubelet makes it: root's,
 // writable by anyone, and with an fsGroup that group's, set-group-ID. A
 // ConfigMap holds its items, read-only.
-func podVolumes(t *testing.T, pod *corev1.PodSpec, configMaps map[string]*corev1.ConfigMap) map[string]string {
+func podVolumes(t *testing.T, pod *podSpec, configMaps map[string]*k8sConfigMap) map[string]string {
 	t.Helper()
 	dirs := map[string]string{}
 	for _, v := range pod.Volumes {
@@ -229,7 +227,7 @@ func podVolumes(t *testing.T, pod *corev1.PodSpec, configMaps map[string]*corev1
 			for _, it := range v.ConfigMap.Items {
 				content, ok := cm.Data[it.Key]
 				if !ok {
-					t.Fatalf("volume %s: ConfigMap %s has no key %s", v.Name, cm.Name, it.Key)
+					t.Fatalf("volume %s: ConfigMap %s has no key %s", v.Name, cm.Metadata.Name, it.Key)
 				}
 				p := filepath.Join(dir, it.Path)
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -251,7 +249,7 @@ func podVolumes(t *testing.T, pod *corev1.PodSpec, configMaps map[string]*corev1
 }
 
 // mountedVolume names the volume mounted at path in c.
-func mountedVolume(t *testing.T, c *corev1.Container, path string) string {
+func mountedVolume(t *testing.T, c *k8sContainer, path string) string {
 	t.Helper()
 	for _, m := range c.VolumeMounts {
 		if m.MountPath == path {
@@ -263,7 +261,7 @@ func mountedVolume(t *testing.T, c *corev1.Container, path string) string {
 }
 
 // mounts are c's volume mounts as buildah run --volume takes them.
-func mounts(t *testing.T, c *corev1.Container, dirs map[string]string) []string {
+func mounts(t *testing.T, c *k8sContainer, dirs map[string]string) []string {
 	t.Helper()
 	var out []string
 	for _, m := range c.VolumeMounts {
@@ -281,7 +279,7 @@ func mounts(t *testing.T, c *corev1.Container, dirs map[string]string) []string 
 }
 
 // podEnv is c's environment; MCPMUX_TOKEN, from the Secret, is token.
-func podEnv(t *testing.T, c *corev1.Container, token string) []string {
+func podEnv(t *testing.T, c *k8sContainer, token string) []string {
 	t.Helper()
 	var env []string
 	for _, e := range c.Env {
@@ -308,7 +306,7 @@ func byMountPoint(volumes []string) []string {
 // directory and file of the container's root filesystem that its user may
 // write and that no volume of k covers: the rest of the root no process of
 // a user without capabilities can write anyway.
-func (c *container) readOnlyRoot(t *testing.T, k *corev1.Container) []string {
+func (c *container) readOnlyRoot(t *testing.T, k *k8sContainer) []string {
 	t.Helper()
 	if sc := k.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		return nil
@@ -318,7 +316,7 @@ func (c *container) readOnlyRoot(t *testing.T, k *corev1.Container) []string {
 		gid, _ = strconv.Atoi(g)
 	}
 	covered := func(p string) bool {
-		return slices.ContainsFunc(k.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return slices.ContainsFunc(k.VolumeMounts, func(m k8sVolumeMount) bool {
 			return p == m.MountPath || strings.HasPrefix(p, m.MountPath+"/")
 		})
 	}
@@ -359,3 +357,71 @@ func (c *container) readOnlyRoot(t *testing.T, k *corev1.Container) []string {
 	}
 	return out
 }
+
+// The parts of Kubernetes objects this test reads. (k8s.io/api's own types
+// stay out of the product's go.mod: the repository checks in .ci/ validate
+// the manifests with them.)
+type (
+	k8sDeployment struct {
+		Spec struct {
+			Template struct {
+				Spec podSpec `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	k8sConfigMap struct {
+		Metadata struct{ Name string } `yaml:"metadata"`
+		Data     map[string]string     `yaml:"data"`
+	}
+	podSpec struct {
+		SecurityContext *struct {
+			RunAsUser  *int64 `yaml:"runAsUser"`
+			RunAsGroup *int64 `yaml:"runAsGroup"`
+			FSGroup    *int64 `yaml:"fsGroup"`
+		} `yaml:"securityContext"`
+		InitContainers []k8sContainer `yaml:"initContainers"`
+		Containers     []k8sContainer `yaml:"containers"`
+		Volumes        []struct {
+			Name      string    `yaml:"name"`
+			EmptyDir  *struct{} `yaml:"emptyDir"`
+			ConfigMap *struct {
+				Name  string `yaml:"name"`
+				Items []struct {
+					Key  string `yaml:"key"`
+					Path string `yaml:"path"`
+				} `yaml:"items"`
+			} `yaml:"configMap"`
+		} `yaml:"volumes"`
+	}
+	k8sContainer struct {
+		Name    string   `yaml:"name"`
+		Image   string   `yaml:"image"`
+		Command []string `yaml:"command"`
+		Args    []string `yaml:"args"`
+		Env     []struct {
+			Name      string `yaml:"name"`
+			Value     string `yaml:"value"`
+			ValueFrom *struct {
+				SecretKeyRef *struct {
+					Name string `yaml:"name"`
+					Key  string `yaml:"key"`
+				} `yaml:"secretKeyRef"`
+			} `yaml:"valueFrom"`
+		} `yaml:"env"`
+		VolumeMounts   []k8sVolumeMount `yaml:"volumeMounts"`
+		ReadinessProbe *struct {
+			HTTPGet *struct {
+				Path string `yaml:"path"`
+			} `yaml:"httpGet"`
+		} `yaml:"readinessProbe"`
+		SecurityContext *struct {
+			ReadOnlyRootFilesystem *bool `yaml:"readOnlyRootFilesystem"`
+		} `yaml:"securityContext"`
+	}
+	k8sVolumeMount struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+		ReadOnly  bool   `yaml:"readOnly"`
+		SubPath   string `yaml:"subPath"`
+	}
+)
