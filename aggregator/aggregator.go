@@ -240,7 +240,8 @@ func (a *Aggregator) newProfile(name string) *profile {
 			Tools:     &mcp.ToolCapabilities{ListChanged: !a.stateless},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: !a.stateless},
 			Resources: &mcp.ResourceCapabilities{ListChanged: !a.stateless, Subscribe: !a.stateless},
-			Logging:   &mcp.LoggingCapabilities{},
+			//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes the servers' log messages to its clients.
+			Logging: &mcp.LoggingCapabilities{},
 			// Answered by completeMiddleware.
 			Completions: &mcp.CompletionCapabilities{},
 		},

@@ -22,8 +22,6 @@ type harness struct {
 	t    testing.TB
 	pool *upstream.Pool
 	agg  *Aggregator
-	// calls counts calls that reached each fixture server, by tool.
-	calls map[string]*int
 }
 
 // fixtureServer returns a tool server with the given tools, each of which

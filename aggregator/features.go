@@ -302,6 +302,8 @@ func (a *Aggregator) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotifi
 
 // BroadcastLog sends a server-wide log message (one sent while none of its
 // clients' requests ran) to every client session that can see the server.
+//
+//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes the servers' log messages to its clients.
 func (a *Aggregator) BroadcastLog(server string, p *mcp.LoggingMessageParams) {
 	a.mu.Lock()
 	profiles := make([]*profile, 0, len(a.profiles))
@@ -314,6 +316,7 @@ func (a *Aggregator) BroadcastLog(server string, p *mcp.LoggingMessageParams) {
 			continue
 		}
 		for ss := range pr.server.Sessions() {
+			//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes the servers' log messages to its clients.
 			_ = ss.Log(context.Background(), p)
 		}
 	}

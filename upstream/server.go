@@ -60,6 +60,7 @@ type Options struct {
 	OnChanged func(server string)
 	// OnLog receives a server's log messages sent while none of its
 	// clients' requests was running: server-wide messages.
+	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes the servers' log messages to its clients.
 	OnLog func(server string, p *mcp.LoggingMessageParams)
 	// OnResourceUpdated receives a server's notifications/resources/updated.
 	OnResourceUpdated func(server string, p *mcp.ResourceUpdatedNotificationParams)
@@ -150,6 +151,7 @@ type Server struct {
 	probes   toolProbes    // what the server lists to clients with fewer features
 	clients  map[ClientID]*conn
 	dialing  map[ClientID]chan struct{}
+	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes its clients' log level to the servers.
 	logLevel mcp.LoggingLevel // the clients' lowest logging/setLevel; "" until one sets it
 }
 
