@@ -127,7 +127,7 @@ func New(opts *Options) *Aggregator {
 		catalog:     BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
 		profiles:    map[string]*profile{},
 		subs:        subscriptions{n: map[string]int{}},
-		metrics:     metrics.New(&metrics.Options{Servers: opts.Pool.Statuses}),
+		metrics:     metrics.New(serverMetrics(opts.Pool)),
 		events:      mcp.NewMemoryEventStore(nil),
 	}
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})

@@ -35,6 +35,10 @@ const (
 	StateStopped    State = "stopped"    // removed or shut down
 )
 
+// States are all the states, StateNeedsLogin (auth.go) included, in the
+// order of a server's life.
+var States = []State{StateStarting, StateUp, StateRestarting, StateFailed, StateNeedsLogin, StateStopped}
+
 // Options configure a Pool and its servers. Every field is optional.
 type Options struct {
 	// Logger receives the pool's logs and children's stderr; nil discards.
