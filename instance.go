@@ -72,10 +72,6 @@ func newInstance(dir, task string, mode sessionMode, log *slog.Logger) (*instanc
 		Logger:         log,
 		ClientInfo:     &mcp.Implementation{Name: "mcpmux", Version: buildVersion()},
 		ConnectTimeout: snap.Settings.ConnectTimeout,
-		OnChanged:      func(string) { in.agg.Sync() },
-		//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes the servers' log messages to its clients.
-		OnLog:             func(server string, p *mcp.LoggingMessageParams) { in.agg.BroadcastLog(server, p) },
-		OnResourceUpdated: func(server string, p *mcp.ResourceUpdatedNotificationParams) { in.agg.ResourceUpdated(server, p) },
 	})
 	in.agg = aggregator.New(&aggregator.Options{
 		Pool:      in.pool,

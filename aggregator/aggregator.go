@@ -100,7 +100,9 @@ type profile struct {
 }
 
 // New returns an aggregator with an empty catalog; call Sync after the
-// pool has servers, and MarkReady when the initial start is over.
+// pool has servers, and MarkReady when the initial start is over. It
+// listens to the pool (see upstream.Pool.Listen): a server's changed
+// lists, server-wide log messages and resource updates reach it.
 func New(opts *Options) *Aggregator {
 	settings := opts.Settings
 	if settings == nil {
@@ -138,6 +140,12 @@ func New(opts *Options) *Aggregator {
 	a.mu.Lock()
 	a.syncProfilesLocked()
 	a.mu.Unlock()
+	// Listening last, when a is whole: an event can only reach what exists.
+	opts.Pool.Listen(upstream.Events{
+		Changed:         func(string) { a.Sync() },
+		Log:             a.BroadcastLog,
+		ResourceUpdated: a.ResourceUpdated,
+	})
 	return a
 }
 

@@ -80,7 +80,6 @@ func newHarness(t testing.TB, servers map[string]*mcp.Server, settingsYAML strin
 	h := &harness{t: t}
 	h.pool = upstream.NewPool(&upstream.Options{
 		ConnectTimeout: 5 * time.Second,
-		OnChanged:      func(string) { h.agg.Sync() },
 		Transport: func(cfg *config.Server) mcp.Transport {
 			srv := servers[cfg.Name]
 			if srv == nil {

@@ -147,9 +147,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.signalRefresh() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.signalRefresh() },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			if f := s.opts.OnResourceUpdated; f != nil {
-				f(s.cfg.Name, req.Params)
-			}
+			s.events.resourceUpdated(s.cfg.Name, req.Params)
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 			defer c.gate.sawHandled()
@@ -158,8 +156,8 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 				for _, cl := range callers {
 					cl.Log(ctx, req.Params)
 				}
-			} else if f := s.opts.OnLog; f != nil {
-				f(s.cfg.Name, req.Params)
+			} else {
+				s.events.log(s.cfg.Name, req.Params)
 			}
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {

@@ -51,15 +51,6 @@ type Options struct {
 	// Self is the binary run for tool_command: mcpmux; empty means
 	// os.Executable.
 	Self string
-	// OnChanged is called, on a goroutine of the server, after the
-	// features (tools, prompts, resources) of a server changed.
-	OnChanged func(server string)
-	// OnLog receives a server's log messages sent while none of its
-	// clients' requests was running: server-wide messages.
-	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes the servers' log messages to its clients.
-	OnLog func(server string, p *mcp.LoggingMessageParams)
-	// OnResourceUpdated receives a server's notifications/resources/updated.
-	OnResourceUpdated func(server string, p *mcp.ResourceUpdatedNotificationParams)
 	// Transport, if set, may return the transport for a server instead of
 	// a child process or HTTP; tests use it for in-memory servers. A nil
 	// result means the usual transport.
@@ -121,6 +112,7 @@ type ConnStatus struct {
 type Server struct {
 	cfg    *config.Server
 	opts   *Options
+	events *listeners // the pool's (see Pool.Listen)
 	log    *slog.Logger
 	sdkLog *slog.Logger // for the go-sdk client; its Info is our Debug
 	useSSE atomic.Bool  // the URL turned out to speak legacy SSE only
@@ -151,7 +143,7 @@ type Server struct {
 	logLevel mcp.LoggingLevel // the clients' lowest logging/setLevel; "" until one sets it
 }
 
-func newServer(cfg *config.Server, opts *Options) *Server {
+func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	log := opts.Logger
 	if log == nil {
@@ -160,6 +152,7 @@ func newServer(cfg *config.Server, opts *Options) *Server {
 	return &Server{
 		cfg:      cfg,
 		opts:     opts,
+		events:   events,
 		log:      log.With("server", cfg.Name),
 		sdkLog:   logs.QuietInfo(log.With("server", cfg.Name, "component", "mcp-client")),
 		ctx:      ctx,

@@ -191,11 +191,7 @@ func (s *Server) setUp(c *conn, f Features) bool {
 	return true
 }
 
-func (s *Server) notifyChanged() {
-	if f := s.opts.OnChanged; f != nil {
-		f(s.cfg.Name)
-	}
-}
+func (s *Server) notifyChanged() { s.events.changed(s.cfg.Name) }
 
 // refreshLoop re-lists everything whenever the server says a list changed.
 func (s *Server) refreshLoop(c *conn) {
