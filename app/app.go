@@ -1,4 +1,12 @@
-package main
+// Package app is one running mcpmux: it loads the config directory, builds
+// the pool of tool servers and the aggregator that serves their tools,
+// starts the servers, applies each reload as a difference (desired.go,
+// reload.go), serves stdio or Streamable HTTP (stdio.go, http.go, with the
+// HTTP tokens of tokens.go), and shuts down in order (shutdown.go).
+//
+// The command line (package cli) makes one Instance per command that needs
+// servers: serving, check and tools.
+package app
 
 import (
 	"context"
@@ -19,66 +27,82 @@ import (
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
-// instance is one running mcpmux: its configuration, pool and aggregator.
-// The serve, check and tools commands all build one.
-type instance struct {
+// Mode says whether an instance's clients have sessions.
+type Mode int
+
+const (
+	WithSessions     Mode = iota // stdio, check, tools
+	SessionsByConfig             // --http: stateless if mcpmux.yaml says stateless: true
+	Stateless                    // --http --stateless
+)
+
+// Options configure an Instance. Dir and Log are required.
+type Options struct {
+	// Dir is the config directory.
+	Dir string
+	// Task is the task of calls that name none themselves (--task-id).
+	Task string
+	Mode Mode
+	// Log is where everything goes, through a masker (logs.Masked) that
+	// New and reloads teach the config's secrets.
+	Log *slog.Logger
+	// Version is how mcpmux introduces itself to clients and servers.
+	Version string
+}
+
+// Instance is one running mcpmux: its configuration, pool and aggregator.
+type Instance struct {
 	log  *slog.Logger
+	dir  string
 	snap *config.Snapshot // as loaded at start
 	pool *upstream.Pool
 	agg  *aggregator.Aggregator
 
-	started    chan struct{}   // closed when startServers is done
+	started    chan struct{}   // closed when Start is done
 	reloadMu   sync.Mutex      // one start or reload at a time
 	running    *desired        // what the pool runs; guarded by reloadMu
-	lastErrors map[string]bool // file errors already logged
-	tokens     *tokenRotation  // HTTP tokens from a file, re-read on reload; nil otherwise
+	lastErrors map[string]bool // file errors already logged; guarded by reloadMu
+	tokens     *tokenRotation  // HTTP tokens from a file, re-read on reload; nil otherwise; guarded by reloadMu
 	reaper     *reaper.Reaper  // ends the children's groups if mcpmux is killed; nil if it could not start
-	mode       sessionMode
+	mode       Mode
 	load       *config.Options // how every snapshot is loaded; fixed at start
+	closeOnce  sync.Once
 }
 
-// sessionMode says whether an instance's clients have sessions.
-type sessionMode int
-
-const (
-	withSessions     sessionMode = iota // stdio, check, tools
-	sessionsByConfig                    // --http: stateless if mcpmux.yaml says stateless: true
-	stateless                           // --http --stateless
-)
-
-// newInstance loads the config directory and builds the pool and the
-// aggregator; no server is started yet. Only an unreadable directory is an
+// New loads the config directory and builds the pool and the aggregator;
+// no server is started yet (Start). Only an unreadable directory is an
 // error: bad files are logged and skipped.
-func newInstance(dir, task string, mode sessionMode, log *slog.Logger) (*instance, error) {
-	load := &config.Options{Stateless: mode == stateless}
-	snap, err := config.Load(dir, load)
-	if err == nil && mode == sessionsByConfig && snap.Settings.Stateless {
+func New(opts *Options) (*Instance, error) {
+	log, mode := opts.Log, opts.Mode
+	load := &config.Options{Stateless: mode == Stateless}
+	snap, err := config.Load(opts.Dir, load)
+	if err == nil && mode == SessionsByConfig && snap.Settings.Stateless {
 		// Read again, now refusing the servers that need sessions.
 		load.Stateless = true
-		snap, err = config.Load(dir, load)
+		snap, err = config.Load(opts.Dir, load)
 	}
 	if err != nil {
 		return nil, err
 	}
-	maskSecrets(log, snap)
-	in := &instance{log: log, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{}), mode: mode, load: load}
+	MaskSecrets(log, snap)
+	in := &Instance{log: log, dir: opts.Dir, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{}), mode: mode, load: load}
 	for _, fe := range snap.Errors {
 		in.lastErrors[fe.Error()] = true // reloads report only new ones
 	}
 	in.reaper = startReaper(log)
 	in.pool = upstream.NewPool(&upstream.Options{
-		Tokens:         tokenStore(dir, log),
+		Tokens:         TokenStore(opts.Dir, log),
 		Groups:         groupTracker(in.reaper),
 		Logger:         log,
-		ClientInfo:     &mcp.Implementation{Name: "mcpmux", Version: buildVersion()},
+		ClientInfo:     &mcp.Implementation{Name: "mcpmux", Version: opts.Version},
 		ConnectTimeout: snap.Settings.ConnectTimeout,
 	})
 	in.agg = aggregator.New(&aggregator.Options{
 		Pool:      in.pool,
 		Settings:  snap.Settings,
 		Logger:    log,
-		Version:   buildVersion(),
-		TaskID:    task,
+		Version:   opts.Version,
+		TaskID:    opts.Task,
 		Stateless: load.Stateless,
 	})
 	in.agg.SetInvalidFiles(snap.Errors)
@@ -86,9 +110,18 @@ func newInstance(dir, task string, mode sessionMode, log *slog.Logger) (*instanc
 	return in, nil
 }
 
-// nameNotes explains the tool names of the servers whose names are no
+// Snapshot is the configuration as loaded by New.
+func (in *Instance) Snapshot() *config.Snapshot { return in.snap }
+
+// Pool is the instance's tool servers.
+func (in *Instance) Pool() *upstream.Pool { return in.pool }
+
+// Aggregator is the MCP server that serves the pool's tools.
+func (in *Instance) Aggregator() *aggregator.Aggregator { return in.agg }
+
+// NameNotes explains the tool names of the servers whose names are no
 // valid tool-name prefix (see aggregator.PrefixNote), one line each.
-func nameNotes(servers []*config.Server, sep string) []string {
+func NameNotes(servers []*config.Server, sep string) []string {
 	var notes []string
 	for _, s := range servers {
 		if note := aggregator.PrefixNote(s.NamePrefix(), sep); note != "" {
@@ -98,24 +131,25 @@ func nameNotes(servers []*config.Server, sep string) []string {
 	return notes
 }
 
-// explainNames logs nameNotes for servers.
-func (in *instance) explainNames(servers []*config.Server, sep string) {
-	for _, note := range nameNotes(servers, sep) {
+// explainNames logs NameNotes for servers.
+func (in *Instance) explainNames(servers []*config.Server, sep string) {
+	for _, note := range NameNotes(servers, sep) {
 		in.log.Warn("tool names with a hash: " + note)
 	}
 }
 
-// logFileErrors logs the config files that were skipped as invalid. check
+// LogFileErrors logs the config files that were skipped as invalid. check
 // reports them itself.
-func (in *instance) logFileErrors() {
+func (in *Instance) LogFileErrors() {
 	for _, fe := range in.snap.Errors {
 		in.log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)
 	}
 }
 
-// startServers starts every configured server in parallel, waits for each
-// one's first connection attempt, and publishes the catalog.
-func (in *instance) startServers(ctx context.Context) {
+// Start starts every configured server in parallel, waits for each one's
+// first connection attempt, and publishes the catalog. Call it once;
+// reloads wait for it.
+func (in *Instance) Start(ctx context.Context) {
 	in.reloadMu.Lock()
 	defer in.reloadMu.Unlock()
 	defer close(in.started)
@@ -137,34 +171,41 @@ func (in *instance) startServers(ctx context.Context) {
 
 // releaseMemory collects and returns to the system what starting or
 // reloading servers left behind (their lists as they were read, decoded
-// and encoded again): the collector's headroom (gc.go) would otherwise
-// keep it, and an idle mcpmux never collects.
+// and encoded again): the collector's headroom (cli/gc.go) would
+// otherwise keep it, and an idle mcpmux never collects.
 func releaseMemory() { debug.FreeOSMemory() }
 
-// close stops every server, giving running calls up to grace to finish,
-// and then the reaper, which has nothing left to end.
-func (in *instance) close(grace time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
-	defer cancel()
-	in.pool.Close(ctx, grace)
-	in.reaper.Close()
+// Close stops every server, giving running calls up to grace to finish,
+// and then the reaper, which has nothing left to end. Only the first
+// Close (or shutdown of a front) does anything.
+func (in *Instance) Close(grace time.Duration) {
+	in.closeBy(time.Now().Add(grace+10*time.Second), grace)
 }
 
-// closeBy is close for a shutdown whose grace began earlier (an HTTP
+// closeBy is Close for a shutdown whose grace began earlier (an HTTP
 // drain): running calls may go on until deadline, and those cut short are
 // told the whole grace they had.
-func (in *instance) closeBy(deadline time.Time, grace time.Duration) {
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	in.pool.Close(ctx, grace)
-	in.reaper.Close()
+func (in *Instance) closeBy(deadline time.Time, grace time.Duration) {
+	in.closeOnce.Do(func() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		in.pool.Close(ctx, grace)
+		in.reaper.Close()
+	})
 }
 
-// tokenStore is the store of the OAuth tokens of servers with auth: oauth,
+// TokenStore is the store of the OAuth tokens of servers with auth: oauth,
 // in the state directory ($MCPMUX_STATE_DIR, else $XDG_STATE_HOME/mcpmux),
-// never in the config directory dir.
-func tokenStore(dir string, log *slog.Logger) *oauth.Store {
+// never in the config directory dir: the one that serving and mcpmux
+// login share.
+func TokenStore(dir string, log *slog.Logger) *oauth.Store {
 	return oauth.NewStore("", &oauth.StoreOptions{ConfigDir: dir, Mask: logs.MaskerOf(log), Logger: log})
+}
+
+// MaskSecrets teaches the logger's masker (see logs.Masked) the secrets
+// of a snapshot, before anything from it is started or logged.
+func MaskSecrets(log *slog.Logger, snap *config.Snapshot) {
+	logs.MaskerOf(log).Add(snap.Secrets()...)
 }
 
 // startReaper starts the process that ends the children's process groups

@@ -1,13 +1,10 @@
-package main
+package app
 
 import (
-	"context"
 	"maps"
 	"slices"
 
 	"github.com/mcpmux/mcpmux/config"
-	"github.com/mcpmux/mcpmux/metrics"
-	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // desired is the configuration the pool should run after a reload: each
@@ -17,12 +14,11 @@ import (
 type desired struct {
 	settings *config.Settings
 	servers  []*config.Server
-	failed   []*config.FileError // files whose previous version was kept (or that never worked)
 }
 
 // resolve computes what to run given the running state and a new snapshot.
 func resolve(running *desired, snap *config.Snapshot) *desired {
-	d := &desired{settings: snap.Settings, failed: snap.Errors}
+	d := &desired{settings: snap.Settings}
 	byName := map[string]*config.Server{}
 	for _, s := range snap.Servers {
 		byName[s.Name] = s
@@ -68,90 +64,7 @@ func (d *desired) same(running *desired) bool {
 	return true
 }
 
-// reload applies a new snapshot: only the difference. Unchanged servers are
-// not touched; settings apply to the next call without restarting anything.
-func (in *instance) reload(ctx context.Context, snap *config.Snapshot) {
-	maskSecrets(in.log, snap)
-	// A change seen during start-up is applied right after it.
-	select {
-	case <-in.started:
-	case <-ctx.Done():
-		return
-	}
-	in.reloadMu.Lock()
-	defer in.reloadMu.Unlock()
-	d := resolve(in.running, snap)
-	if in.tokens != nil {
-		in.tokens.reload(d.settings)
-	}
-	for _, fe := range snap.Errors {
-		if in.lastErrors[fe.Error()] {
-			continue // already reported
-		}
-		in.log.Error("config file not applied; its previous version (if any) keeps running", "file", fe.File, "line", fe.Line, "error", fe.Err)
-	}
-	in.lastErrors = map[string]bool{}
-	for _, fe := range snap.Errors {
-		in.lastErrors[fe.Error()] = true
-	}
-	in.agg.SetInvalidFiles(snap.Errors)
-	if d.same(in.running) {
-		// Counted before it is logged, so that whoever reads the log line
-		// finds the count.
-		in.agg.Metrics().Reload(reloadResult(snap, false, upstream.Changes{}))
-		in.log.Debug("config reloaded: no change")
-		return
-	}
-	settingsChanged := d.settings.Hash != in.running.settings.Hash
-	ch := in.pool.Apply(ctx, d.servers, d.settings.Timeout)
-	// A restart that failed keeps the old version: remember it as running.
-	for name := range ch.Failed {
-		for i, s := range d.servers {
-			if s.Name == name {
-				d.servers[i] = in.running.server(name)
-			}
-		}
-	}
-	if settingsChanged {
-		if in.mode != withSessions && d.settings.Stateless != in.running.settings.Stateless {
-			in.log.Warn("stateless in mcpmux.yaml changed: it applies from the next start", "stateless_now", in.load.Stateless)
-		}
-		in.agg.SetSettings(d.settings)
-	} else {
-		in.agg.Sync()
-	}
-	in.running = d
-	var started []*config.Server
-	for _, name := range append(ch.Added, ch.Restarted...) {
-		started = append(started, d.server(name))
-	}
-	in.explainNames(started, d.settings.Separator)
-	attrs := []any{
-		"added", ch.Added, "removed", ch.Removed, "restarted", ch.Restarted,
-		"kept", len(ch.Kept), "settings_changed", settingsChanged, "invalid_files", len(snap.Errors),
-	}
-	for name, err := range ch.Failed {
-		in.log.Error("server restart failed; the previous version keeps serving", "server", name, "error", err)
-		attrs = append(attrs, "failed_"+name, err.Error())
-	}
-	in.agg.Metrics().Reload(reloadResult(snap, true, ch))
-	in.log.Info("config reloaded", attrs...)
-	releaseMemory()
-}
-
-// reloadResult is the result label of a reload in mcpmux_config_reloads_total.
-func reloadResult(snap *config.Snapshot, applied bool, ch upstream.Changes) string {
-	switch {
-	case len(ch.Failed) > 0:
-		return metrics.ReloadFailed
-	case len(snap.Errors) > 0:
-		return metrics.ReloadInvalid
-	case applied:
-		return metrics.ReloadApplied
-	}
-	return metrics.ReloadUnchanged
-}
-
+// server returns d's server called name, or nil.
 func (d *desired) server(name string) *config.Server {
 	for _, s := range d.servers {
 		if s.Name == name {
@@ -159,16 +72,4 @@ func (d *desired) server(name string) *config.Server {
 		}
 	}
 	return nil
-}
-
-// watch applies every snapshot of the watcher until ctx ends.
-func (in *instance) watch(ctx context.Context, w *config.Watcher) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case snap := <-w.Snapshots():
-			in.reload(ctx, snap)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"net/http"
@@ -19,7 +19,7 @@ import (
 // sessions elsewhere, the running calls finish and open sessions' calls are
 // answered; once the replica has gone, their clients get 404 from the
 // replica the balancer picks, and start a new session there.
-func drain(in *instance, requests *requestCounter, grace time.Duration) {
+func drain(in *Instance, requests *requestCounter, grace time.Duration) {
 	in.agg.Drain()
 	in.log.Info("draining: /healthz answers 503 and new sessions are refused; running calls may take up to the grace to finish", "grace", grace)
 	requests.wait(grace)

@@ -1,11 +1,9 @@
-package main
+package app
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 
@@ -14,65 +12,40 @@ import (
 	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
-// httpSecurity holds the serve command's HTTP security flags.
-type httpSecurity struct {
-	token     *string
-	tokenFile *string
-	origins   stringList
-
-	// Set by options: the tokens accepted at start and the file they were
-	// read from ("" if none).
-	accepted []string
-	file     string
-}
-
-func registerHTTPSecurity(fs *flag.FlagSet) *httpSecurity {
-	h := &httpSecurity{}
-	// MCPMUX_TOKEN is read when the tokens are (see tokens), not as the
-	// flag's default, which the usage would print.
-	h.token = fs.String("token", "", "HTTP: bearer token clients must send (default $MCPMUX_TOKEN); required for a non-loopback address")
-	h.tokenFile = fs.String("token-file", "", "HTTP: read the bearer token from `FILE` (one token per line; overrides token_file in mcpmux.yaml)")
-	fs.Var(&h.origins, "allowed-origin", "HTTP: also allow browser requests from `ORIGIN` (scheme://host[:port|:*]); repeatable")
-	return h
-}
-
-// options returns the HTTP options of the flags and settings: the tokens
-// (see tokens) and the origins.
-func (h *httpSecurity) options(settings *config.Settings) (*aggregator.HTTPOptions, error) {
-	for _, o := range h.origins {
+// security resolves the front's tokens (see tokens) and checks its
+// origins: the aggregator's HTTP options, the tokens accepted, and the
+// file they were read from ("" if none).
+func (h *HTTP) security(settings *config.Settings) (opts *aggregator.HTTPOptions, accepted []string, file string, err error) {
+	for _, o := range h.Origins {
 		if _, err := config.ParseOrigin(o); err != nil {
-			return nil, fmt.Errorf("--allowed-origin: %w", err)
+			return nil, nil, "", fmt.Errorf("--allowed-origin: %w", err)
 		}
 	}
-	tokens, file, err := h.tokens(settings)
+	accepted, file, err = h.tokens(settings)
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
-	h.accepted, h.file = tokens, file
-	return &aggregator.HTTPOptions{AllowedOrigins: h.origins, Tokens: aggregator.NewTokens(tokens...)}, nil
+	return &aggregator.HTTPOptions{AllowedOrigins: h.Origins, Tokens: aggregator.NewTokens(accepted...)}, accepted, file, nil
 }
 
-// tokens resolves the token sources, in order of precedence --token (or
-// MCPMUX_TOKEN), --token-file, token_file of mcpmux.yaml. file is the token
-// file read: "" when the token came from --token or there is none.
-func (h *httpSecurity) tokens(settings *config.Settings) (tokens []string, file string, err error) {
-	token := *h.token
-	if token == "" {
-		token = os.Getenv("MCPMUX_TOKEN")
-	}
+// tokens resolves the token sources, in order of precedence Token (--token
+// or MCPMUX_TOKEN), TokenFile (--token-file), token_file of mcpmux.yaml.
+// file is the token file read: "" when the token came from Token or there
+// is none.
+func (h *HTTP) tokens(settings *config.Settings) (tokens []string, file string, err error) {
 	switch {
-	case token != "":
-		t := strings.TrimSpace(token)
+	case h.Token != "":
+		t := strings.TrimSpace(h.Token)
 		if t == "" || strings.ContainsFunc(t, isSpace) {
 			return nil, "", errors.New("--token / MCPMUX_TOKEN: a token must not be blank or contain whitespace")
 		}
 		return []string{t}, "", nil
-	case *h.tokenFile != "":
-		tokens, err := readTokenFile(*h.tokenFile)
+	case h.TokenFile != "":
+		tokens, err := readTokenFile(h.TokenFile)
 		if err != nil {
-			return nil, *h.tokenFile, fmt.Errorf("--token-file: %w", err)
+			return nil, h.TokenFile, fmt.Errorf("--token-file: %w", err)
 		}
-		return tokens, *h.tokenFile, nil
+		return tokens, h.TokenFile, nil
 	case settings.TokenFile != "":
 		tokens, err := readTokenFile(settings.TokenFile)
 		if err != nil {
@@ -83,34 +56,22 @@ func (h *httpSecurity) tokens(settings *config.Settings) (tokens []string, file 
 	return nil, "", nil
 }
 
-// hasToken reports whether opts require a token.
-func hasToken(opts *aggregator.HTTPOptions) bool { return !opts.Tokens.Empty() }
-
 // tokenRotation re-reads the token file on every config reload (so also on
 // SIGHUP), so that a rotated token applies without a restart. A file that
 // cannot be read or holds no token keeps the tokens in force, as does a
 // mcpmux.yaml that no longer names a token file: a front that started with
 // authentication never drops it.
 type tokenRotation struct {
-	sec     *httpSecurity
+	http    *HTTP
 	tokens  *aggregator.Tokens
 	current []string
 	lastErr string // last problem logged, so that each is logged once
 	log     *slog.Logger
 }
 
-// rotation returns the rotation of a front whose options came from
-// options, or nil if its tokens did not come from a file.
-func (h *httpSecurity) rotation(opts *aggregator.HTTPOptions, log *slog.Logger) *tokenRotation {
-	if h.file == "" {
-		return nil
-	}
-	return &tokenRotation{sec: h, tokens: opts.Tokens, current: h.accepted, log: log}
-}
-
 // reload re-reads the tokens for the given settings.
 func (r *tokenRotation) reload(settings *config.Settings) {
-	tokens, file, err := r.sec.tokens(settings)
+	tokens, file, err := r.http.tokens(settings)
 	problem := ""
 	switch {
 	case err != nil:
@@ -165,9 +126,3 @@ func readTokenFile(path string) ([]string, error) {
 }
 
 func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\r' || r == '\v' || r == '\f' }
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }

@@ -1,75 +1,110 @@
-package main
+package app
 
 import (
-	"flag"
-	"io"
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
-func parseSecurity(t *testing.T, args ...string) *httpSecurity {
+func writeFile(t *testing.T, path, content string) string {
 	t.Helper()
-	t.Setenv("MCPMUX_TOKEN", "")
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	sec := registerHTTPSecurity(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return sec
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func TestHTTPTokenSources(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	flagFile := write("flag.token", "  from-flag-file \n")
-	cfgFile := write("cfg.token", "# tokens, one per line\nalice-token\n\n  bob-token\n")
+	flagFile := writeFile(t, filepath.Join(dir, "flag.token"), "  from-flag-file \n")
+	cfgFile := writeFile(t, filepath.Join(dir, "cfg.token"), "# tokens, one per line\nalice-token\n\n  bob-token\n")
 	settings := &config.Settings{TokenFile: cfgFile, File: "mcpmux.yaml"}
 
 	for _, c := range []struct {
 		what     string
-		args     []string
+		h        HTTP
 		settings *config.Settings
 		want     []string
 		file     string
 	}{
-		{"--token wins", []string{"--token", "from-flag", "--token-file", flagFile}, settings, []string{"from-flag"}, ""},
-		{"--token-file over token_file, trimmed", []string{"--token-file", flagFile}, settings, []string{"from-flag-file"}, flagFile},
-		{"token_file", nil, settings, []string{"alice-token", "bob-token"}, cfgFile},
-		{"no token", nil, &config.Settings{}, nil, ""},
+		{"--token wins", HTTP{Token: "from-flag", TokenFile: flagFile}, settings, []string{"from-flag"}, ""},
+		{"--token-file over token_file, trimmed", HTTP{TokenFile: flagFile}, settings, []string{"from-flag-file"}, flagFile},
+		{"token_file", HTTP{}, settings, []string{"alice-token", "bob-token"}, cfgFile},
+		{"no token", HTTP{}, &config.Settings{}, nil, ""},
 	} {
-		sec := parseSecurity(t, c.args...)
-		opts, err := sec.options(c.settings)
-		if err != nil || !slices.Equal(sec.accepted, c.want) || sec.file != c.file || hasToken(opts) != (c.want != nil) {
-			t.Errorf("%s: tokens %q from %q, hasToken %v, error %v; want %q from %q", c.what, sec.accepted, sec.file, err == nil && hasToken(opts), err, c.want, c.file)
+		opts, accepted, file, err := c.h.security(c.settings)
+		if err != nil || !slices.Equal(accepted, c.want) || file != c.file || opts.Tokens.Empty() != (c.want == nil) {
+			t.Errorf("%s: tokens %q from %q, error %v; want %q from %q", c.what, accepted, file, err, c.want, c.file)
 		}
 	}
 
 	for _, c := range []struct {
-		args     []string
+		h        HTTP
 		settings *config.Settings
 		want     string
 	}{
-		{[]string{"--token-file", filepath.Join(dir, "missing")}, &config.Settings{}, "--token-file: cannot read the token file"},
-		{[]string{"--token-file", write("empty", "\n \n# none\n")}, &config.Settings{}, "holds no token"},
-		{nil, &config.Settings{TokenFile: write("spaced", "two words\n"), File: "mcpmux.yaml"}, "token_file in mcpmux.yaml: " + filepath.Join(dir, "spaced") + ":1: a token must not contain whitespace"},
-		{[]string{"--token", "a b"}, &config.Settings{}, "must not be blank or contain whitespace"},
-		{[]string{"--allowed-origin", "evil.example"}, &config.Settings{}, "--allowed-origin: \"evil.example\" is not an origin"},
+		{HTTP{TokenFile: filepath.Join(dir, "missing")}, &config.Settings{}, "--token-file: cannot read the token file"},
+		{HTTP{TokenFile: writeFile(t, filepath.Join(dir, "empty"), "\n \n# none\n")}, &config.Settings{}, "holds no token"},
+		{HTTP{}, &config.Settings{TokenFile: writeFile(t, filepath.Join(dir, "spaced"), "two words\n"), File: "mcpmux.yaml"}, "token_file in mcpmux.yaml: " + filepath.Join(dir, "spaced") + ":1: a token must not contain whitespace"},
+		{HTTP{Token: "a b"}, &config.Settings{}, "must not be blank or contain whitespace"},
+		{HTTP{Token: " \t"}, &config.Settings{}, "must not be blank or contain whitespace"},
+		{HTTP{Origins: []string{"evil.example"}}, &config.Settings{}, "--allowed-origin: \"evil.example\" is not an origin"},
 	} {
-		_, err := parseSecurity(t, c.args...).options(c.settings)
+		_, _, _, err := c.h.security(c.settings)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+			t.Errorf("%+v: error %v, want %q", c.h, err, c.want)
 		}
+	}
+}
+
+// A rotated token file replaces the accepted tokens; a file that cannot be
+// read, holds none, or is no longer named keeps the tokens in force, and
+// says so once.
+func TestTokenRotationKeepsTheTokensInForceOnAProblem(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, filepath.Join(dir, "tokens"), "first\n")
+	settings := &config.Settings{TokenFile: file, File: "mcpmux.yaml"}
+	var logBuf bytes.Buffer
+	log := logs.Masked(slog.New(slog.NewTextHandler(&logBuf, nil)), &logs.Masker{})
+	h := &HTTP{}
+	_, accepted, _, err := h.security(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &tokenRotation{http: h, tokens: aggregator.NewTokens(accepted...), current: accepted, log: log}
+
+	writeFile(t, file, "second\nthird\n")
+	r.reload(settings)
+	if !slices.Equal(r.current, []string{"second", "third"}) {
+		t.Errorf("after a rotation the tokens are %q", r.current)
+	}
+	for _, broken := range []string{"\n# none\n", "two words\n"} {
+		writeFile(t, file, broken)
+		r.reload(settings)
+		r.reload(settings)
+	}
+	r.reload(&config.Settings{File: "mcpmux.yaml"})
+	if !slices.Equal(r.current, []string{"second", "third"}) {
+		t.Errorf("a problem changed the tokens to %q", r.current)
+	}
+	out := logBuf.String()
+	for _, want := range []string{"holds no token", "a token must not contain whitespace", "mcpmux.yaml no longer names a token file"} {
+		if n := strings.Count(out, want); n != 1 {
+			t.Errorf("%q logged %d times, want once:\n%s", want, n, out)
+		}
+	}
+	if strings.Contains(out, "second") || strings.Contains(out, "third") {
+		t.Errorf("the log shows a token:\n%s", out)
 	}
 }

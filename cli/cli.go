@@ -1,58 +1,37 @@
-// Command mcpmux is an MCP aggregator: it serves the tools of many MCP tool
-// servers, configured one YAML file each, as one namespaced catalog over
-// stdio or Streamable HTTP.
-//
-// Usage:
-//
-//	mcpmux [--config DIR] [--profile NAME]        serve over stdio
-//	mcpmux --http ADDR [--config DIR]             serve Streamable HTTP at /mcp, /mcp/{profile}
-//	mcpmux init [--config DIR]                    write a commented starter config directory
-//	mcpmux check [--config DIR]                   connect to every server and report
-//	mcpmux tools [--config DIR] [--json]          print the merged catalog
-//	mcpmux import FILE [--config DIR] [--force]   write tool files from a client's MCP config
-//	mcpmux journal DIR [--json] [--html FILE]     summarise a call journal per task
-//	mcpmux login SERVER [--config DIR]            authorize mcpmux to a server with auth: oauth
-//	mcpmux logout SERVER                          delete a server's stored OAuth tokens
-//	mcpmux fetch-server [flags]                   serve the built-in fetch tool on stdio
-//	mcpmux healthcheck [URL]                      probe /healthz, for a container HEALTHCHECK
-//	mcpmux version
-//	mcpmux help [COMMAND]
-package main
+// Package cli is the mcpmux command: its process set-up (Main), its
+// command line (Run), and one file per command. Serving, check and tools
+// run an app.Instance; the other commands stand alone.
+package cli
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
-	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
-	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/internal/reaper"
 )
 
-func main() {
+// Main runs mcpmux as a process with the arguments args (os.Args[1:]) and
+// returns its exit status.
+func Main(args []string) int {
 	// A stdio client that leaves closes our stdout; a late write there must
 	// fail with EPIPE (and mcpmux shut down as for a closed stdin) instead of
 	// the Go runtime killing us with SIGPIPE. Notify, not Ignore: an ignored
 	// signal would be inherited by every tool server we start.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	if len(os.Args) == 2 && os.Args[1] == reaper.Command {
+	if len(args) == 1 && args[0] == reaper.Command {
 		// Not a command for users: the process a serving mcpmux starts to
 		// end its children's process groups should it be killed. Before
 		// the profiles, which are mcpmux's own (MCPMUX_CPUPROFILE).
-		os.Exit(reaper.Run(os.Stdin, os.Stderr))
+		return reaper.Run(os.Stdin, os.Stderr)
 	}
 	tuneGC()
 	stopProfiles := startProfiles()
-	code := run(os.Args[1:], os.Stdout, os.Stderr)
-	stopProfiles()
-	os.Exit(code)
+	defer stopProfiles()
+	return Run(args, os.Stdout, os.Stderr)
 }
 
 // commands maps subcommand names to their implementations.
@@ -64,11 +43,11 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"import":  importCmd,
 	"journal": journalCmd,
 	"version": versionCmd,
-	// For a container HEALTHCHECK (healthcheck.go).
+	// For a container HEALTHCHECK.
 	"healthcheck": healthcheckCmd,
-	// The built-in fetch tool (fetchserver.go), run as a tool server.
+	// The built-in fetch tool, run as a tool server.
 	"fetch-server": fetchServerCmd,
-	// OAuth of url: servers (login.go).
+	// OAuth of url: servers.
 	"login":  loginCmd,
 	"logout": logoutCmd,
 }
@@ -95,7 +74,10 @@ var commandDocs = []struct{ synopsis, summary, details string }{
 	{"mcpmux help [COMMAND]", "print this, or a command's usage and flags", ""},
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// Run runs the command line args (without the program's name), writing to
+// stdout and stderr, and returns the exit status: 0, 1 when the command
+// failed, 2 for a mistake in the command line itself.
+func Run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "help", "-h", "-help", "--help":
@@ -147,164 +129,4 @@ Flags of serving (mcpmux [flags], mcpmux --http ADDR [flags]):
 	fs, _ := newServeFlags(w, w)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
-}
-
-// newFlagSet returns the flag set of a command, whose -h (see parseFlags)
-// prints the command's usage and flags to stdout.
-func newFlagSet(name string, stdout, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { commandUsage(stdout, fs) }
-	return fs
-}
-
-// commandUsage prints a command's synopsis, what it does, and its flags.
-func commandUsage(w io.Writer, fs *flag.FlagSet) {
-	if fs.Name() == "serve" {
-		usage(w)
-		return
-	}
-	for _, c := range commandDocs {
-		if name, _, _ := strings.Cut(strings.TrimPrefix(c.synopsis, "mcpmux "), " "); name == fs.Name() {
-			fmt.Fprintf(w, "usage: %s\n\n%s.\n", c.synopsis, upperFirst(c.summary))
-			if c.details != "" {
-				fmt.Fprintf(w, "%s\n", c.details)
-			}
-		}
-	}
-	hasFlags := false
-	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
-	if hasFlags {
-		fmt.Fprint(w, "\nFlags:\n")
-		out := fs.Output()
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(out)
-	}
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// commonFlags are the flags every command takes.
-type commonFlags struct {
-	configDir string
-	logLevel  string
-	logFormat string
-}
-
-func (c *commonFlags) register(fs *flag.FlagSet, defaultLevel string) {
-	registerConfigDir(fs, &c.configDir)
-	fs.StringVar(&c.logLevel, "log-level", defaultLevel, "log level: debug, info, warn, error")
-	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
-}
-
-// registerConfigDir registers --config, whose default is $MCPMUX_CONFIG,
-// else ./config.
-func registerConfigDir(fs *flag.FlagSet, dir *string) {
-	def := os.Getenv("MCPMUX_CONFIG")
-	if def == "" {
-		def = "config"
-	}
-	fs.StringVar(dir, "config", def, "config directory `DIR`, holding tool/*.yaml and mcpmux.yaml")
-}
-
-// explainConfigDir turns the error of a config directory that does not
-// exist into one that says where mcpmux looked, why there, and what to do;
-// other errors are returned as they are. fs holds the --config flag.
-func explainConfigDir(err error, fs *flag.FlagSet, dir string) error {
-	if !errors.Is(err, iofs.ErrNotExist) {
-		return err
-	}
-	where, _ := filepath.Abs(dir)
-	why := "the default"
-	switch {
-	case flagGiven(fs, "config"):
-		why = "from --config"
-	case os.Getenv("MCPMUX_CONFIG") != "":
-		why = "from MCPMUX_CONFIG"
-	}
-	init := "mcpmux init"
-	if dir != "config" {
-		init += " --config " + dir
-	}
-	return fmt.Errorf("no config directory at %s (%s): name one with --config DIR or MCPMUX_CONFIG=DIR, or write a starter one with: %s", where, why, init)
-}
-
-// flagGiven reports whether the flag name was given on the command line.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
-// logger builds the slog logger: always to stderr, as stdout carries the
-// stdio protocol. It masks the secrets of the config (logs.MaskerOf), which
-// newInstance and reloads feed it.
-func (c *commonFlags) logger(stderr io.Writer) (*slog.Logger, error) {
-	log, err := c.plainLogger(stderr)
-	if err != nil {
-		return nil, err
-	}
-	return logs.Masked(log, &logs.Masker{}), nil
-}
-
-func (c *commonFlags) plainLogger(stderr io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", c.logLevel)
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	switch c.logFormat {
-	case "text":
-		return slog.New(slog.NewTextHandler(stderr, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format: %q is not text or json", c.logFormat)
-}
-
-// parseFlags parses a command's flags. -h prints the command's usage to
-// stdout (see newFlagSet) and exits 0; a bad flag is reported on the flag
-// set's output with where to look, exit 2. ok is false when the command
-// should exit with code.
-func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := parseQuietly(fs, args); err != nil {
-		return flagError(fs, err), false
-	}
-	if fs.NArg() > 0 {
-		return flagError(fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))), false
-	}
-	return 0, true
-}
-
-// parseQuietly parses args without the flag package's own printing, which
-// shows the whole usage on every mistake.
-func parseQuietly(fs *flag.FlagSet, args []string) error {
-	help, out := fs.Usage, fs.Output()
-	fs.Usage = func() {}
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.Usage = help
-	fs.SetOutput(out)
-	return err
-}
-
-// flagError reports a parse error (or prints the usage for -h) and returns
-// the exit code.
-func flagError(fs *flag.FlagSet, err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
-		return 0
-	}
-	name := "mcpmux " + fs.Name()
-	if fs.Name() == "serve" {
-		name = "mcpmux"
-	}
-	fmt.Fprintf(fs.Output(), "%s: %v\nRun \"%s -h\" for the usage.\n", name, err, name)
-	return 2
 }

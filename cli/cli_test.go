@@ -1,7 +1,8 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,12 +10,23 @@ import (
 	"testing"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/reaper"
 )
+
+// A command that runs servers starts the child reaper as its own binary
+// with reaper.Command: in these tests, this test binary, which must then
+// be the reaper.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == reaper.Command {
+		os.Exit(reaper.Run(os.Stdin, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 // runCLI runs mcpmux's command line in-process.
 func runCLI(args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
+	code = Run(args, &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -171,5 +183,26 @@ func TestInitWritesAStarterConfig(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(fetch); string(data) == "edited\n" {
 		t.Errorf("init --force left %s as it was", fetch)
+	}
+}
+
+// Serving takes its token from --token, else from MCPMUX_TOKEN, which the
+// usage never shows.
+func TestServeTokenFromFlagOrEnvironment(t *testing.T) {
+	t.Setenv("MCPMUX_TOKEN", "from-env")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--http", "127.0.0.1:0"}, "from-env"},
+		{[]string{"--http", "127.0.0.1:0", "--token", "from-flag"}, "from-flag"},
+	} {
+		fs, f := newServeFlags(io.Discard, io.Discard)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.http().Token; got != c.want {
+			t.Errorf("%q: token %q, want %q", c.args, got, c.want)
+		}
 	}
 }

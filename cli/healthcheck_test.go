@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func TestHealthcheckReportsServersAndStatus(t *testing.T) {
 
 	check := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := run(append([]string{"healthcheck"}, args...), &out, &errb)
+		code := Run(append([]string{"healthcheck"}, args...), &out, &errb)
 		return code, out.String(), errb.String()
 	}
 	if code, out, _ := check(srv.URL + "/healthz"); code != 0 || out != "healthy: ok, 1 of 2 servers up (b backoff)\n" {

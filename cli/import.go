@@ -1,8 +1,7 @@
-package main
+package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,9 +12,10 @@ import (
 	"slices"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/importer"
-	yaml "go.yaml.in/yaml/v3"
 )
 
 // importCmd writes one tool/<name>.yaml per server of an MCP client's
@@ -99,22 +99,6 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// parseWithPositionals parses flags that may come before or after the
-// positional arguments (mcpmux import FILE --force), which flag.Parse alone
-// does not allow.
-func parseWithPositionals(flags *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
-	for {
-		if err := parseQuietly(flags, args); err != nil {
-			return nil, flagError(flags, err), false
-		}
-		if flags.NArg() == 0 {
-			return positional, 0, true
-		}
-		positional = append(positional, flags.Arg(0))
-		args = flags.Args()[1:]
-	}
 }
 
 // workspaceOf is the folder VS Code and Cursor call ${workspaceFolder} for

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 func runImport(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(append([]string{"import"}, args...), &out, &errb)
+	code = Run(append([]string{"import"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -30,7 +30,7 @@ func readFile(t *testing.T, path string) string {
 
 func TestImportWritesLoadableFiles(t *testing.T) {
 	dir := t.TempDir()
-	src := filepath.Join("importer", "testdata", "claude_desktop_config.json")
+	src := filepath.Join("..", "importer", "testdata", "claude_desktop_config.json")
 	code, stdout, stderr := runImport(t, src, "--config", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -76,7 +76,7 @@ func TestImportNeverOverwritesWithoutForce(t *testing.T) {
 	os.WriteFile(filepath.Join(tool, "github.yaml"), []byte(mine), 0o644)
 	// Another file already defines "asana": a second one would be a duplicate.
 	os.WriteFile(filepath.Join(tool, "tasks.yml"), []byte("name: Asana\nurl: https://x/mcp\n"), 0o644)
-	src := filepath.Join("importer", "testdata", "claude_desktop_config.json")
+	src := filepath.Join("..", "importer", "testdata", "claude_desktop_config.json")
 
 	code, stdout, _ := runImport(t, src, "--config", dir)
 	if code != 1 {
@@ -115,7 +115,7 @@ func TestImportNeverOverwritesWithoutForce(t *testing.T) {
 func TestImportVSCodeWorkspace(t *testing.T) {
 	ws := t.TempDir()
 	os.MkdirAll(filepath.Join(ws, ".vscode"), 0o755)
-	data := readFile(t, filepath.Join("importer", "testdata", "vscode-mcp.json"))
+	data := readFile(t, filepath.Join("..", "importer", "testdata", "vscode-mcp.json"))
 	src := filepath.Join(ws, ".vscode", "mcp.json")
 	os.WriteFile(src, []byte(data), 0o644)
 	dir := t.TempDir()

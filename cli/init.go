@@ -1,44 +1,37 @@
-package main
+package cli
 
 import (
-	"embed"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
 	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/starter"
 )
 
-// starterConfig is what mcpmux init writes: starter/ (the settings and
-// three commented tool files: the built-in fetch engine, running; a child
-// process and a URL, disabled) and the JSON Schemas that editors check the
-// files against.
-//
-//go:embed starter config/schema/*.json
-var starterConfig embed.FS
-
-// starterFiles maps the embedded files to their paths in the new config
-// directory.
-func starterFiles() (map[string]string, error) {
-	files := map[string]string{}
-	err := iofs.WalkDir(starterConfig, ".", func(p string, d iofs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+// starterFiles maps the paths of the files mcpmux init writes, relative to
+// the new config directory, to the file systems that hold them: the
+// starter config, and the JSON Schemas that its files name for editors.
+func starterFiles() (map[string]iofs.FS, error) {
+	files := map[string]iofs.FS{}
+	for _, fsys := range []iofs.FS{starter.Files, config.Schemas} {
+		err := iofs.WalkDir(fsys, ".", func(p string, d iofs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files[p] = fsys
+			}
 			return err
+		})
+		if err != nil {
+			return nil, err
 		}
-		switch dir, name := path.Split(p); dir {
-		case "config/schema/":
-			files[p] = path.Join("schema", name)
-		default:
-			files[p] = p[len("starter/"):]
-		}
-		return nil
-	})
-	return files, err
+	}
+	return files, nil
 }
 
 // initCmd writes a commented starter config directory. It never overwrites
@@ -58,7 +51,7 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if !*force {
 		var existing []string
-		for _, rel := range slices.Sorted(maps.Values(files)) {
+		for _, rel := range slices.Sorted(maps.Keys(files)) {
 			if _, err := os.Lstat(filepath.Join(dir, rel)); !errors.Is(err, iofs.ErrNotExist) {
 				existing = append(existing, filepath.Join(dir, rel))
 			}
@@ -68,9 +61,9 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	for _, src := range slices.Sorted(maps.Keys(files)) {
-		dest := filepath.Join(dir, files[src])
-		data, err := starterConfig.ReadFile(src)
+	for _, rel := range slices.Sorted(maps.Keys(files)) {
+		dest := filepath.Join(dir, filepath.FromSlash(rel))
+		data, err := iofs.ReadFile(files[rel], rel)
 		if err == nil {
 			if err = os.MkdirAll(filepath.Dir(dest), 0o755); err == nil {
 				err = writeFile(dest, data, *force)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/app"
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/upstream"
@@ -54,7 +55,7 @@ func loginCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpmux login:", msg)
 		return 1
 	}
-	store := tokenStore(cf.configDir, log)
+	store := app.TokenStore(cf.configDir, log)
 	if err := store.Err(); err != nil {
 		fmt.Fprintln(stderr, "mcpmux login:", err)
 		return 1
@@ -115,7 +116,7 @@ func logoutCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpmux logout:", err)
 		return 2
 	}
-	store := tokenStore(cf.configDir, log)
+	store := app.TokenStore(cf.configDir, log)
 	removed, err := store.Remove(names[0])
 	switch {
 	case err != nil:
@@ -137,7 +138,7 @@ func oauthServer(dir, name string, log *slog.Logger) (*config.Server, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	maskSecrets(log, snap)
+	app.MaskSecrets(log, snap)
 	var srv *config.Server
 	var oauthNames []string
 	for _, s := range slices.Concat(snap.Servers, snap.Disabled) {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ func TestLoginAndLogoutRefusals(t *testing.T) {
 	t.Setenv("MCPMUX_STATE_DIR", t.TempDir())
 	mcpmux := func(args ...string) (int, string) {
 		var out, errb bytes.Buffer
-		code := run(append(args, "--config", dir), &out, &errb)
+		code := Run(append(args, "--config", dir), &out, &errb)
 		return code, out.String() + errb.String()
 	}
 	for _, tc := range []struct {
@@ -84,7 +84,7 @@ func TestLoginWithoutRegistrationSaysWhatToDo(t *testing.T) {
 	}
 	t.Setenv("MCPMUX_STATE_DIR", t.TempDir())
 	var out, errb bytes.Buffer
-	code := run([]string{"login", "notes", "--config", dir, "--no-browser", "--timeout", "20s"}, &out, &errb)
+	code := Run([]string{"login", "notes", "--config", dir, "--no-browser", "--timeout", "20s"}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "no configured client registration methods") ||
 		!strings.Contains(errb.String(), "set auth.client_id and auth.redirect_port in "+filepath.Join(dir, "tool", "notes.yaml")) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())

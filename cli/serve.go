@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,19 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"sync"
+	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/net/netutil"
-
-	"github.com/mcpmux/mcpmux/aggregator"
-	"github.com/mcpmux/mcpmux/config"
-	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/app"
 )
 
 // serveFlags are the flags of serving (mcpmux [flags]).
@@ -26,7 +20,9 @@ type serveFlags struct {
 	commonFlags
 	httpAddr  string
 	profile   string
-	sec       *httpSecurity
+	token     string
+	tokenFile string
+	origins   stringList
 	grace     time.Duration
 	stateless bool
 	noWatch   bool
@@ -39,12 +35,25 @@ func newServeFlags(stdout, stderr io.Writer) (*flag.FlagSet, *serveFlags) {
 	f.register(fs, "info")
 	fs.StringVar(&f.httpAddr, "http", "", "serve Streamable HTTP on `ADDR` (host:port) instead of stdio")
 	fs.StringVar(&f.profile, "profile", "", "stdio mode: serve this profile instead of all tools")
-	f.sec = registerHTTPSecurity(fs)
+	// MCPMUX_TOKEN is read when serving starts (see http), not as the
+	// flag's default, which the usage would print.
+	fs.StringVar(&f.token, "token", "", "HTTP: bearer token clients must send (default $MCPMUX_TOKEN); required for a non-loopback address")
+	fs.StringVar(&f.tokenFile, "token-file", "", "HTTP: read the bearer token from `FILE` (one token per line; overrides token_file in mcpmux.yaml)")
+	fs.Var(&f.origins, "allowed-origin", "HTTP: also allow browser requests from `ORIGIN` (scheme://host[:port|:*]); repeatable")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish (HTTP: while draining)")
 	fs.BoolVar(&f.stateless, "stateless", false, "HTTP: serve without sessions, so that any replica answers any request (as stateless: true in mcpmux.yaml; see docs/scaling.md)")
 	fs.BoolVar(&f.noWatch, "no-watch", false, "do not watch the config directory; reload only on SIGHUP")
 	fs.StringVar(&f.task, "task-id", os.Getenv("TASK_ID"), "task of this instance's calls, unless a call names its own ($TASK_ID)")
 	return fs, f
+}
+
+// http is how the flags ask to serve HTTP.
+func (f *serveFlags) http() *app.HTTP {
+	token := f.token
+	if token == "" {
+		token = os.Getenv("MCPMUX_TOKEN")
+	}
+	return &app.HTTP{Addr: f.httpAddr, Token: token, TokenFile: f.tokenFile, Origins: f.origins, Grace: f.grace}
 }
 
 func serveCmd(args []string, stdout, stderr io.Writer) int {
@@ -57,177 +66,62 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpmux:", err)
 		return 2
 	}
-	mode := withSessions
+	mode := app.WithSessions
 	switch {
 	case f.stateless && f.httpAddr == "":
 		log.Error("--stateless applies to --http: a stdio client is one session")
 		return 2
 	case f.stateless:
-		mode = stateless
+		mode = app.Stateless
 	case f.httpAddr != "":
-		mode = sessionsByConfig
+		mode = app.SessionsByConfig
 	}
-	in, err := newInstance(f.configDir, f.task, mode, log)
+	in, err := app.New(&app.Options{Dir: f.configDir, Task: f.task, Mode: mode, Log: log, Version: buildVersion()})
 	if err != nil {
 		log.Error("cannot start", "error", explainConfigDir(err, fs, f.configDir))
 		return 1
 	}
-	in.logFileErrors()
+	in.LogFileErrors()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := in.startReloading(ctx, f.configDir, !f.noWatch); err != nil {
-		log.Error("cannot watch the config directory", "error", err)
-		return 1
-	}
 
 	if f.httpAddr != "" {
-		opts, err := f.sec.options(in.snap.Settings)
-		if err != nil {
+		front, err := in.ListenHTTP(f.http())
+		switch {
+		case errors.Is(err, app.ErrNoToken):
+			// The refusal itself is the message: docs/operations.md quotes it.
+			log.Error(app.ErrNoToken.Error(), "addr", f.httpAddr)
+			return 2
+		case errors.As(err, new(*app.RefusedError)):
 			log.Error("cannot serve HTTP", "error", err)
 			return 2
+		case err != nil:
+			log.Error("cannot listen", "addr", f.httpAddr, "error", err)
+			return 1
 		}
-		logs.MaskerOf(log).Add(f.sec.accepted...)
-		in.tokens = f.sec.rotation(opts, log)
-		return serveHTTP(ctx, in, f.httpAddr, opts, f.grace)
+		if err := front.Serve(ctx, !f.noWatch); err != nil {
+			log.Error("cannot serve HTTP", "error", err)
+			return 1
+		}
+		return 0
 	}
-	if in.agg.Server(f.profile) == nil {
-		log.Error("unknown profile", "profile", f.profile, "profiles", in.snap.Settings.ProfileNames())
+	if in.Aggregator().Server(f.profile) == nil {
+		log.Error("unknown profile", "profile", f.profile, "profiles", in.Snapshot().Settings.ProfileNames())
 		return 2
 	}
-	go in.startServers(ctx)
-	log.Info("serving MCP on stdio", "config", f.configDir, "profile", f.profile)
-	// The session outlives the signal until the running calls are answered
-	// (see shutdown.go).
-	session, endSession := context.WithCancel(context.Background())
-	defer endSession()
-	closeServers := sync.OnceFunc(func() { in.close(f.grace) })
-	go func() {
-		select {
-		case <-ctx.Done():
-			log.Info("shutting down")
-			closeServers()
-			endSession()
-		case <-session.Done():
-		}
-	}()
-	err = in.agg.RunStdio(session, f.profile)
-	endSession()
+	err = in.ServeStdio(ctx, f.profile, f.grace, !f.noWatch)
+	// A signal while the servers close ends mcpmux at once.
 	stop()
-	closeServers()
-	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-		log.Error("stdio session ended with an error", "error", err)
+	in.Close(f.grace)
+	if err != nil {
+		log.Error("cannot serve stdio", "error", err)
 		return 1
 	}
 	return 0
 }
 
-// errNoToken is why mcpmux --http will not bind a non-loopback address
-// without a token; the container docs quote it.
-const errNoToken = "refusing to serve on a non-loopback address without a token: set --token, MCPMUX_TOKEN, --token-file or token_file, or bind to 127.0.0.1"
+// stringList is a repeatable string flag.
+type stringList []string
 
-func serveHTTP(ctx context.Context, in *instance, addr string, opts *aggregator.HTTPOptions, grace time.Duration) int {
-	log := in.log
-	if !hasToken(opts) && !isLoopback(addr) {
-		log.Error(errNoToken, "addr", addr)
-		return 2
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		log.Error("cannot listen", "addr", addr, "error", err)
-		return 1
-	}
-	// At most max_connections at once: more wait in the kernel's backlog,
-	// so that clients holding connections cannot use up the descriptors
-	// that children and config files need.
-	maxConns := in.snap.Settings.Connections()
-	ln = netutil.LimitListener(ln, maxConns)
-	srv := &http.Server{
-		Handler:           in.agg.HTTPHandler(opts),
-		ReadHeaderTimeout: 10 * time.Second,
-		// Request bodies are bounded by request_body_timeout (see
-		// aggregator.HTTPHandler); an idle keep-alive connection goes after
-		// this, so that it does not hold a place of max_connections.
-		IdleTimeout: idleConnTimeout,
-	}
-	requests := countRequests(srv)
-	go in.startServers(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "profiles", in.snap.Settings.ProfileNames(), "auth", hasToken(opts), "max_connections", maxConns, "stateless", in.load.Stateless)
-
-	code := 0
-	deadline := time.Now().Add(grace) // of a server that stopped by itself
-	select {
-	case <-ctx.Done():
-		deadline = time.Now().Add(grace)
-		drain(in, requests, grace)
-	case err := <-served:
-		log.Error("HTTP server stopped", "error", err)
-		code = 1
-	}
-	log.Info("shutting down")
-	// Stop accepting, let the calls still running finish (within what is
-	// left of the grace), then close everything, including streams that
-	// would keep Shutdown waiting.
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	go func() { _ = srv.Shutdown(sctx) }()
-	in.closeBy(deadline, grace)
-	requests.wait(answerWait)
-	_ = srv.Close()
-	return code
-}
-
-// idleConnTimeout closes keep-alive HTTP connections idle for that long.
-const idleConnTimeout = 2 * time.Minute
-
-// startReloading reloads the config on SIGHUP and, if watch is set, on
-// every change in the directory. Reloads wait for the initial start.
-func (in *instance) startReloading(ctx context.Context, dir string, watch bool) error {
-	// Without a watcher, SIGHUP reads the directory itself; with one, it
-	// asks the watcher for a snapshot now.
-	rescan := func() {
-		snap, err := config.Load(dir, in.load)
-		if err != nil {
-			in.log.Error("config directory unreadable; keeping the running configuration", "error", err)
-			return
-		}
-		in.reload(ctx, snap)
-	}
-	if watch {
-		w, err := config.Watch(ctx, dir, &config.WatchOptions{Logger: in.log, Load: in.load})
-		if err != nil {
-			return err
-		}
-		rescan = w.Rescan
-		go in.watch(ctx, w)
-	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				in.log.Info("SIGHUP: reloading the config")
-				rescan()
-			}
-		}
-	}()
-	return nil
-}
-
-// isLoopback reports whether a listen address binds to loopback only.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 
 // version and commit are stamped by the release build (scripts/build.sh):
 //
-//	-ldflags "-X main.version=v1.2.3 -X main.commit=<full sha>"
+//	-ldflags "-X github.com/mcpmux/mcpmux/cli.version=v1.2.3 -X github.com/mcpmux/mcpmux/cli.commit=<full sha>"
 //
 // Unstamped builds fall back to what the Go toolchain recorded.
 var version, commit string

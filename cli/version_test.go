@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -10,14 +10,14 @@ func TestVersionPrintsStampedVersionAndCommit(t *testing.T) {
 	defer func(v, c string) { version, commit = v, c }(version, commit)
 	version, commit = "v1.4.0", "0123456789abcdef0123456789abcdef01234567"
 	var out, errb bytes.Buffer
-	if code := run([]string{"version"}, &out, &errb); code != 0 {
+	if code := Run([]string{"version"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	want := regexp.MustCompile(`^mcpmux v1\.4\.0 \(commit 0123456789ab, go1\.\d+[^)]*\)\n$`)
 	if !want.MatchString(out.String()) {
 		t.Errorf("version = %q, want %v", out.String(), want)
 	}
-	if code := run([]string{"version", "extra"}, &out, &errb); code != 2 {
+	if code := Run([]string{"version", "extra"}, &out, &errb); code != 2 {
 		t.Errorf("version extra: exit %d, want 2", code)
 	}
 }
