@@ -41,6 +41,9 @@ func (s *Server) supervise() {
 			return
 		}
 		if nl := asNeedsLogin(err); nl != nil {
+			// The state first: whoever the first attempt's end wakes (Apply,
+			// then check or login) reads it.
+			s.needLogin(nl)
 			finishFirst()
 			if !s.awaitLogin(nl) {
 				return
