@@ -1,7 +1,7 @@
 // The repository checks of .ci/run (checks/) and the tools it runs: a
 // module of their own, so that the product's go.mod carries none of their
-// dependencies (BuildKit, k8s.io/api, gotestsum). They test mcpmux
-// through its release binary; only the Kubernetes check imports a
+// dependencies (BuildKit, k8s.io/api, gotestsum, staticcheck). They test
+// mcpmux through its release binary; only the Kubernetes check imports a
 // package of it (its config loader).
 module github.com/mcpmux/mcpmux/ci
 
@@ -16,6 +16,7 @@ require (
 )
 
 require (
+	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/agext/levenshtein v1.2.3 // indirect
 	github.com/bitfield/gotestdox v0.2.2 // indirect
 	github.com/containerd/typeurl/v2 v2.3.0 // indirect
@@ -50,6 +51,7 @@ require (
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	go.yaml.in/yaml/v2 v2.4.5 // indirect
+	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/oauth2 v0.38.0 // indirect
@@ -62,6 +64,7 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gotest.tools/gotestsum v1.13.0 // indirect
+	honnef.co/go/tools v0.8.2 // indirect
 	k8s.io/apimachinery v0.37.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
@@ -71,7 +74,10 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-tool gotest.tools/gotestsum
+tool (
+	gotest.tools/gotestsum
+	honnef.co/go/tools/cmd/staticcheck
+)
 
 // The Kubernetes check loads the ConfigMap's config with mcpmux's own
 // loader: the product from this checkout.

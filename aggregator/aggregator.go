@@ -100,7 +100,9 @@ type profile struct {
 }
 
 // New returns an aggregator with an empty catalog; call Sync after the
-// pool has servers, and MarkReady when the initial start is over.
+// pool has servers, and MarkReady when the initial start is over. It
+// listens to the pool (see upstream.Pool.Listen): a server's changed
+// lists, server-wide log messages and resource updates reach it.
 func New(opts *Options) *Aggregator {
 	settings := opts.Settings
 	if settings == nil {
@@ -127,7 +129,7 @@ func New(opts *Options) *Aggregator {
 		catalog:     BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
 		profiles:    map[string]*profile{},
 		subs:        subscriptions{n: map[string]int{}},
-		metrics:     metrics.New(&metrics.Options{Servers: opts.Pool.Statuses}),
+		metrics:     metrics.New(serverMetrics(opts.Pool)),
 		events:      mcp.NewMemoryEventStore(nil),
 	}
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
@@ -138,6 +140,12 @@ func New(opts *Options) *Aggregator {
 	a.mu.Lock()
 	a.syncProfilesLocked()
 	a.mu.Unlock()
+	// Listening last, when a is whole: an event can only reach what exists.
+	opts.Pool.Listen(upstream.Events{
+		Changed:         func(string) { a.Sync() },
+		Log:             a.BroadcastLog,
+		ResourceUpdated: a.ResourceUpdated,
+	})
 	return a
 }
 
@@ -240,7 +248,8 @@ func (a *Aggregator) newProfile(name string) *profile {
 			Tools:     &mcp.ToolCapabilities{ListChanged: !a.stateless},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: !a.stateless},
 			Resources: &mcp.ResourceCapabilities{ListChanged: !a.stateless, Subscribe: !a.stateless},
-			Logging:   &mcp.LoggingCapabilities{},
+			//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes the servers' log messages to its clients.
+			Logging: &mcp.LoggingCapabilities{},
 			// Answered by completeMiddleware.
 			Completions: &mcp.CompletionCapabilities{},
 		},

@@ -22,8 +22,6 @@ type harness struct {
 	t    testing.TB
 	pool *upstream.Pool
 	agg  *Aggregator
-	// calls counts calls that reached each fixture server, by tool.
-	calls map[string]*int
 }
 
 // fixtureServer returns a tool server with the given tools, each of which
@@ -82,7 +80,6 @@ func newHarness(t testing.TB, servers map[string]*mcp.Server, settingsYAML strin
 	h := &harness{t: t}
 	h.pool = upstream.NewPool(&upstream.Options{
 		ConnectTimeout: 5 * time.Second,
-		OnChanged:      func(string) { h.agg.Sync() },
 		Transport: func(cfg *config.Server) mcp.Transport {
 			srv := servers[cfg.Name]
 			if srv == nil {

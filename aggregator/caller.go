@@ -1,5 +1,7 @@
 package aggregator
 
+//lint:file-ignore SA1019 sampling, roots and logging are deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where they are not, and passes a server's sampling and roots requests and log messages to the client of its call.
+
 import (
 	"context"
 	"errors"

@@ -16,7 +16,7 @@ import (
 //     haproxy.cfg does);
 //   - everything else is served as before: the listener stays open, the
 //     running calls finish and open sessions go on calling until the
-//     process stops (the serve command decides when: see serve.go).
+//     process stops (the serve command decides when: see app/shutdown.go).
 
 // StatusDraining is the /healthz status of a draining replica.
 const StatusDraining = "draining"

@@ -200,8 +200,9 @@ var hopMeta = map[string]bool{
 	mcp.MetaKeyProtocolVersion:    true,
 	mcp.MetaKeyClientInfo:         true,
 	mcp.MetaKeyClientCapabilities: true,
-	mcp.MetaKeyLogLevel:           true,
-	mcp.MetaKeySubscriptionID:     true,
+	//lint:ignore SA1019 a 2026-07-28 client's log level is a field of its hop, never forwarded.
+	mcp.MetaKeyLogLevel:       true,
+	mcp.MetaKeySubscriptionID: true,
 }
 
 // forwardMeta copies the client's _meta for the downstream call, without

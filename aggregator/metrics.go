@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // autoCorrectionRule names auto-correction in mcpmux_rule_hits_total.
@@ -38,4 +39,21 @@ func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.I
 		}
 		a.ends.on(req.Session, a.metrics.SessionStarted(p.name))
 	}
+}
+
+// serverMetrics has the mcpmux_server_* metrics read the pool's servers at
+// every scrape.
+func serverMetrics(pool *upstream.Pool) *metrics.Options {
+	states := make([]string, len(upstream.States))
+	for i, s := range upstream.States {
+		states[i] = string(s)
+	}
+	return &metrics.Options{States: states, Servers: func() []metrics.Server {
+		statuses := pool.Statuses()
+		servers := make([]metrics.Server, len(statuses))
+		for i, st := range statuses {
+			servers[i] = metrics.Server{Name: st.Name, State: string(st.State), Restarts: st.Restarts, Tools: st.Tools, Connections: len(st.Connections)}
+		}
+		return servers
+	}}
 }

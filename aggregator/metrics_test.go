@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // scrape reads /metrics of an HTTPHandler.
@@ -166,6 +168,10 @@ func TestMetricsCountCallsSessionsAndRules(t *testing.T) {
 	wantSample(t, fams, "mcpmux_rule_hits_total", map[string]string{"kind": "refused", "rule": "tool_blacklist"}, 1)
 	wantSample(t, fams, "mcpmux_server_state", map[string]string{"server": "code", "state": "up"}, 1)
 	wantSample(t, fams, "mcpmux_server_state", map[string]string{"server": "code", "state": "failed"}, 0)
+	if n := len(fams["mcpmux_server_state"].Metric); n != len(upstream.States) {
+		t.Errorf("%d mcpmux_server_state series for one server, want one per state: %v", n, upstream.States)
+	}
+	wantSample(t, fams, "mcpmux_server_client_connections", map[string]string{"server": "code"}, 0)
 	wantSample(t, fams, "mcpmux_server_tools", map[string]string{"server": "code"}, 5)
 	wantSample(t, fams, "mcpmux_server_restarts_total", map[string]string{"server": "code"}, 0)
 	wantSample(t, fams, "mcpmux_client_sessions_total", map[string]string{"profile": ""}, 1)

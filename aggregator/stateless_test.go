@@ -1,5 +1,7 @@
 package aggregator
 
+//lint:file-ignore SA1019 the tests check that sampling, roots and logging of MCP 2025-11-25, which mcpmux forwards, are refused without a session.
+
 import (
 	"context"
 	"net/http"

@@ -1,5 +1,7 @@
 package e2e
 
+//lint:file-ignore SA1019 the fixture serves sampling, roots and logging of MCP 2025-11-25, which mcpmux forwards.
+
 import (
 	"bytes"
 	"context"
@@ -35,8 +37,7 @@ import (
 // store, so a call's stream starts with a priming event; as the stdio
 // fixture mode "conformance" it is a child of mcpmux.
 func conformanceFixture() *mcp.Server {
-	var s *mcp.Server
-	s = mcp.NewServer(&mcp.Implementation{Name: "mcp-conformance-test-server", Version: "1.0.0"}, &mcp.ServerOptions{
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcp-conformance-test-server", Version: "1.0.0"}, &mcp.ServerOptions{
 		Instructions: "A fixture in the style of the conformance suite's reference server.",
 		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}, Total: 0}}, nil

@@ -246,6 +246,7 @@ func TestFaultHTTPDownstreamRestarted(t *testing.T) {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 				// mcpmux's shared connection declares sampling; its
 				// capability probes (sessions of their own) do not.
+				//lint:ignore SA1019 the test checks which connections declare sampling of MCP 2025-11-25, which mcpmux forwards.
 				if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p.Capabilities != nil && p.Capabilities.Sampling != nil {
 					inits.Add(1)
 				}
@@ -474,7 +475,7 @@ func TestFaultConcurrentClientsReloadsAndKill(t *testing.T) {
 		}
 		sessions[i] = cs
 	}
-	pidA := childPID(t, sessions[0], "a")
+	childPID(t, sessions[0], "a") // a answers before the calls start
 
 	var (
 		done     atomic.Int32
@@ -517,7 +518,7 @@ func TestFaultConcurrentClientsReloadsAndKill(t *testing.T) {
 	w.write(t, "tool/a.yaml", faults("a", "  V: 1")) // restart a
 	w.waitReloads(t, 1)
 	at(30)
-	pidA = childPID(t, sessions[0], "a")
+	pidA := childPID(t, sessions[0], "a")
 	if err := syscall.Kill(pidA, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 package e2e
 
+//lint:file-ignore SA1019 the fixture serves sampling, roots and logging of MCP 2025-11-25, which mcpmux forwards.
+
 import (
 	"context"
 	"encoding/json"
@@ -15,8 +17,7 @@ import (
 // output, resources (static, blob, template, subscriptions), prompts with
 // completions, and cancellation.
 func allFixture() *mcp.Server {
-	var s *mcp.Server
-	s = mcp.NewServer(&mcp.Implementation{Name: "all-fixture", Version: "1"}, &mcp.ServerOptions{
+	s := mcp.NewServer(&mcp.Implementation{Name: "all-fixture", Version: "1"}, &mcp.ServerOptions{
 		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			var values []string
 			for _, v := range []string{"red", "green", "blue", "grey"} {

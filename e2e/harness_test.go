@@ -70,10 +70,9 @@ func npmServer(t *testing.T, name, bin string, args ...string) string {
 
 // logBuffer collects a process's stderr and lets tests wait for a line.
 type logBuffer struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	wake  chan struct{}
-	ended bool
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	wake chan struct{}
 }
 
 func newLogBuffer() *logBuffer { return &logBuffer{wake: make(chan struct{})} }

@@ -123,7 +123,10 @@ rewrite:
 }
 
 // chromium runs Debian's chromium headless on a page and returns what it
-// prints; flags as DESIGN §10 says, so that it reaches for no network.
+// prints. --no-sandbox because tests may run as root; the
+// --disable-*-networking, -component-update, -sync and -quic flags keep it
+// from reaching for the network, which it would otherwise flood with
+// refused connections where there is none.
 func chromium(t *testing.T, work string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(testContext(t), 45*time.Second)

@@ -218,7 +218,7 @@ func (t *tool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	}
 	text, err := window(content, a.StartIndex, a.MaxLength)
 	if err != nil {
-		return errorResult("%v", err), nil
+		return errorResult("%v. Call with a smaller start_index (0 for the beginning).", err), nil
 	}
 	if resp.cut {
 		text += fmt.Sprintf("\n\n<response cut at %s: the page is longer than the size limit, and the rest was not read>", formatBytes(t.fetcher.maxBytes))
@@ -231,7 +231,7 @@ func (t *tool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 func window(content string, start, maxLen int) (string, error) {
 	total := utf8.RuneCountInString(content)
 	if start > 0 && start >= total {
-		return "", fmt.Errorf("start_index=%d is past the end: the content has %d characters. Call with a smaller start_index (0 for the beginning).", start, total)
+		return "", fmt.Errorf("start_index=%d is past the end: the content has %d characters", start, total)
 	}
 	from := runeOffset(content, 0, start)
 	to := runeOffset(content, from, maxLen)

@@ -398,8 +398,7 @@ func TestMetadataAlwaysRefused(t *testing.T) {
 }
 
 func TestRedirects(t *testing.T) {
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n int
 		switch {
 		case r.URL.Path == "/final":

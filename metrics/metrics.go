@@ -15,8 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // Outcomes of a tool call, the outcome label of mcpmux_tool_calls_total.
@@ -57,8 +55,13 @@ const (
 // Options configure Metrics. The zero value has no server metrics.
 type Options struct {
 	// Servers, if set, is read at every scrape for the mcpmux_server_*
-	// metrics (typically upstream.Pool.Statuses).
-	Servers func() []upstream.Status
+	// metrics: the servers live elsewhere (in the pool), which stays the
+	// one place that knows them.
+	Servers func() []Server
+	// States are the states a server can be in. Every one is exported for
+	// every server (1 for its current state, 0 for the others), so that a
+	// query need not know which ones exist.
+	States []string
 }
 
 // Metrics are the metrics of one mcpmux instance.
@@ -130,7 +133,7 @@ func New(opts *Options) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Servers != nil {
-		m.reg.MustRegister(&serverCollector{statuses: o.Servers})
+		m.reg.MustRegister(&serverCollector{servers: o.Servers, states: o.States})
 	}
 	return m
 }

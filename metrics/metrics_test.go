@@ -3,11 +3,8 @@ package metrics
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/mcpmux/mcpmux/upstream"
 )
 
 func TestNilMetricsRecordNothing(t *testing.T) {
@@ -23,8 +20,9 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 }
 
 func TestServerMetricsAreReadAtScrapeTime(t *testing.T) {
-	statuses := []upstream.Status{{Name: "a", State: upstream.StateFailed, Restarts: 2, Tools: 3, Since: time.Now()}}
-	m := New(&Options{Servers: func() []upstream.Status { return statuses }})
+	servers := []Server{{Name: "a", State: "failed", Restarts: 2, Tools: 3}}
+	states := []string{"starting", "up", "restarting", "failed", "needs login", "stopped"}
+	m := New(&Options{States: states, Servers: func() []Server { return servers }})
 	m.Reload(ReloadApplied)
 	m.Reload(ReloadInvalid)
 	m.Reload(ReloadInvalid)
@@ -48,8 +46,8 @@ mcpmux_server_state{server="a",state="up"} 0
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "mcpmux_config_reloads_total", "mcpmux_server_restarts_total", "mcpmux_server_state"); err != nil {
 		t.Error(err)
 	}
-	statuses[0].State = upstream.StateUp
-	statuses = append(statuses, upstream.Status{Name: "b", State: upstream.StateUp})
+	servers[0].State = "up"
+	servers = append(servers, Server{Name: "b", State: "up"})
 	if n := testutil.CollectAndCount(m.Registry(), "mcpmux_server_state"); n != 12 {
 		t.Errorf("%d mcpmux_server_state series for 2 servers, want 12", n)
 	}

@@ -2,15 +2,17 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/mcpmux/mcpmux/upstream"
 )
 
-// states are the values of the state label of mcpmux_server_state: every
-// state is exported for every server (1 for the current one, 0 for the
-// others), so that a query need not know which ones exist.
-var states = []upstream.State{
-	upstream.StateStarting, upstream.StateUp, upstream.StateRestarting, upstream.StateFailed, upstream.StateNeedsLogin, upstream.StateStopped,
+// Server is a tool server as the mcpmux_server_* metrics show it.
+type Server struct {
+	Name     string
+	State    string // one of Options.States
+	Restarts int
+	Tools    int
+	// Connections counts the open per-client connections (session:
+	// per-client).
+	Connections int
 }
 
 var (
@@ -28,10 +30,10 @@ var (
 		[]string{"server"}, nil)
 )
 
-// serverCollector reads the servers' statuses at scrape time: they live in
-// the pool, which stays the one place that knows them.
+// serverCollector reads the servers at scrape time (see Options.Servers).
 type serverCollector struct {
-	statuses func() []upstream.Status
+	servers func() []Server
+	states  []string
 }
 
 var _ prometheus.Collector = (*serverCollector)(nil)
@@ -44,16 +46,16 @@ func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, st := range c.statuses() {
-		for _, s := range states {
+	for _, srv := range c.servers() {
+		for _, s := range c.states {
 			v := 0.0
-			if st.State == s {
+			if srv.State == s {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, v, st.Name, string(s))
+			ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, v, srv.Name, s)
 		}
-		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.CounterValue, float64(st.Restarts), st.Name)
-		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(st.Tools), st.Name)
-		ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.GaugeValue, float64(len(st.Connections)), st.Name)
+		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.CounterValue, float64(srv.Restarts), srv.Name)
+		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(srv.Tools), srv.Name)
+		ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.GaugeValue, float64(srv.Connections), srv.Name)
 	}
 }

@@ -32,7 +32,8 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 fi
 version=${version:-dev}
 
+stamp=github.com/mcpmux/mcpmux/cli
 CGO_ENABLED=0 go build -trimpath \
-  -ldflags "-s -w -X main.version=${version} -X main.commit=${commit}" \
+  -ldflags "-s -w -X ${stamp}.version=${version} -X ${stamp}.commit=${commit}" \
   -o "$out/mcpmux" .
 echo "built $out/mcpmux: version ${version}, commit ${commit:-unknown}"

@@ -53,10 +53,8 @@ func (s *Server) closeAuth() {
 	}
 }
 
-// awaitLogin puts the server in StateNeedsLogin for err and waits until
-// its credentials change (a login stored tokens, a token file was
-// replaced) or it is stopped. It reports whether to go on.
-func (s *Server) awaitLogin(err error) bool {
+// needLogin puts the server in StateNeedsLogin for err, and says so once.
+func (s *Server) needLogin(err error) {
 	s.mu.Lock()
 	was := s.state
 	s.setState(StateNeedsLogin, err)
@@ -64,6 +62,13 @@ func (s *Server) awaitLogin(err error) bool {
 	if was != StateNeedsLogin {
 		s.log.Warn("server needs login; its calls fail until then, the other servers are not affected", "error", err)
 	}
+}
+
+// awaitLogin puts the server in StateNeedsLogin for err and waits until
+// its credentials change (a login stored tokens, a token file was
+// replaced) or it is stopped. It reports whether to go on.
+func (s *Server) awaitLogin(err error) bool {
+	s.needLogin(err)
 	h, _ := s.authHandler()
 	if h == nil || h.WaitChanged(s.ctx) != nil {
 		return false

@@ -1,5 +1,7 @@
 package upstream
 
+//lint:file-ignore SA1019 sampling, roots and logging are deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where they are not, and forwards a server's sampling and roots requests and log messages to the client of its call.
+
 import (
 	"context"
 	"errors"
@@ -145,9 +147,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.signalRefresh() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.signalRefresh() },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			if f := s.opts.OnResourceUpdated; f != nil {
-				f(s.cfg.Name, req.Params)
-			}
+			s.events.resourceUpdated(s.cfg.Name, req.Params)
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 			defer c.gate.sawHandled()
@@ -156,8 +156,8 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 				for _, cl := range callers {
 					cl.Log(ctx, req.Params)
 				}
-			} else if f := s.opts.OnLog; f != nil {
-				f(s.cfg.Name, req.Params)
+			} else {
+				s.events.log(s.cfg.Name, req.Params)
 			}
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {

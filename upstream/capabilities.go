@@ -1,5 +1,7 @@
 package upstream
 
+//lint:file-ignore SA1019 sampling, roots and logging are deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where they are not, and declares to a server the sampling and roots that the calling client declared.
+
 import (
 	"context"
 	"fmt"

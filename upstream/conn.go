@@ -23,7 +23,10 @@ import (
 // 2025-11-25 is what almost every server speaks today, so offering it first
 // saves the failed server/discover round trip of newer versions on every
 // connect; it also keeps the session stateful, with keepalive pings and
-// list_changed notifications that need no subscription (see DESIGN §6).
+// list_changed notifications that need no subscription: on a 2026-07-28
+// session the go-sdk sends no keepalive (ClientOptions.KeepAlive) and
+// delivers list_changed only through subscriptions/listen (Client.Connect,
+// in the go-sdk's mcp/client.go).
 const downstreamProtocol = "2025-11-25"
 
 // keepAliveInterval is how often a quiet session is pinged; tests shorten

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -67,3 +68,11 @@ type LimitError struct {
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("server %q is at its limit of %d client connections (max_clients)", e.Server, e.Max)
 }
+
+var (
+	// ErrStopped is why a stopped server refuses calls.
+	ErrStopped = errors.New("the server was removed or mcpmux is shutting down")
+	// ErrShuttingDown is why calls are cut short by Pool.Close.
+	ErrShuttingDown = errors.New("mcpmux is shutting down")
+	errRetired      = errors.New("the server was removed or changed by a config reload")
+)

@@ -1,5 +1,7 @@
 package upstream
 
+//lint:file-ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 with servers (docs/protocol.md), where it is not, and sets their log level for its clients.
+
 import (
 	"context"
 	"log/slog"

@@ -17,7 +17,8 @@ import (
 
 // Pool holds the servers of the current configuration.
 type Pool struct {
-	opts Options
+	opts      Options
+	listeners listeners // see Listen
 
 	applyMu sync.Mutex // one Apply at a time
 	mu      sync.RWMutex
@@ -116,7 +117,7 @@ func (p *Pool) Apply(ctx context.Context, cfgs []*config.Server, callTimeout tim
 			ch.Kept = append(ch.Kept, cfg.Name)
 			continue
 		}
-		s := newServer(cfg, &p.opts)
+		s := newServer(cfg, &p.opts, &p.listeners)
 		s.start()
 		started = append(started, s)
 		next[cfg.Name] = s

@@ -145,7 +145,8 @@ func flakyServer(t *testing.T, extra string) *config.Server {
 
 func startFlaky(t *testing.T, f *flaky, extra string, onChanged func(string)) *Server {
 	t.Helper()
-	pool := NewPool(&Options{Transport: f.transport, OnChanged: onChanged})
+	pool := NewPool(&Options{Transport: f.transport})
+	pool.Listen(Events{Changed: onChanged})
 	t.Cleanup(func() { pool.Close(context.Background(), time.Second) })
 	pool.Apply(context.Background(), []*config.Server{flakyServer(t, extra)}, time.Minute)
 	s := pool.Get("f")

@@ -98,7 +98,7 @@ func TestDockerfileStages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"CGO_ENABLED=0 go build -trimpath", "-X main.version=", "-X main.commit="} {
+	for _, want := range []string{"CGO_ENABLED=0 go build -trimpath", "-X ${stamp}.version=", "-X ${stamp}.commit=", "stamp=github.com/mcpmux/mcpmux/cli\n"} {
 		if !strings.Contains(string(script), want) {
 			t.Errorf("scripts/build.sh lacks %q", want)
 		}

@@ -264,7 +264,7 @@ func TestKubernetesReplicas(t *testing.T) {
 		t.Fatalf("preStop sleeps %q", pre.PreStop.Exec.Command[1])
 	}
 	// mcpmux takes up to grace to drain, then up to 5 s to deliver the
-	// answers of cancelled calls (answerWait in shutdown.go).
+	// answers of cancelled calls (answerWait in app/shutdown.go).
 	need := pause + grace + 5*time.Second
 	if p := pod.TerminationGracePeriodSeconds; p == nil || time.Duration(*p)*time.Second <= need {
 		t.Errorf("terminationGracePeriodSeconds must be above preStop %v + --shutdown-grace %v + 5s", pause, grace)

@@ -17,6 +17,8 @@
 // it makes the call the scenario waits for.
 package main
 
+//lint:file-ignore SA1019 the conformance suite's client scenarios exercise sampling, roots and logging of MCP 2025-11-25, where they are not deprecated.
+
 import (
 	"context"
 	"encoding/json"

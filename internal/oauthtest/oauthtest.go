@@ -237,8 +237,12 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 // one this server issued, unexpired, and for the resource requested (when
 // the client named one).
 func (s *Server) Verify(_ context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	// A copy, read under the lock: ExpireAccessTokens changes grants.
 	s.mu.Lock()
-	g := s.access[token]
+	var g *grant
+	if issued := s.access[token]; issued != nil {
+		g = new(*issued)
+	}
 	s.mu.Unlock()
 	if g == nil || time.Now().After(g.expires) {
 		return nil, auth.ErrInvalidToken

@@ -1,0 +1,121 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/internal/reaper"
+)
+
+// New starts the child reaper as its own binary with reaper.Command: in
+// these tests, this test binary, which must then be the reaper.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == reaper.Command {
+		os.Exit(reaper.Run(os.Stdin, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func testLogger() *slog.Logger {
+	return logs.Masked(slog.New(slog.NewTextHandler(io.Discard, nil)), &logs.Masker{})
+}
+
+// within fails the test if ch yields nothing in time.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: nothing after 30s", what)
+		panic("unreachable")
+	}
+}
+
+// The front's token file is the instance's before any reload can run: a
+// reload that arrives while the front starts reads the rotated file, and
+// from then on only its tokens are accepted.
+func TestAReloadDuringStartRotatesTheTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "mcpmux.yaml"), "token_file: tokens\n")
+	tokens := writeFile(t, filepath.Join(dir, "tokens"), "old-token\n")
+	in, err := New(&Options{Dir: dir, Log: testLogger(), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, err := in.ListenHTTP(&HTTP{Addr: "127.0.0.1:0", Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, tokens, "new-token\n")
+	snap, err := config.Load(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reloaded := make(chan struct{})
+	go func() { in.Reload(ctx, snap); close(reloaded) }() // waits for Start, which Serve runs
+	served := make(chan error, 1)
+	go func() { served <- front.Serve(ctx, false) }()
+	within(t, reloaded, "the reload")
+
+	status := func(token string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+front.Addr().String()+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := status("new-token"); got != http.StatusOK {
+		t.Errorf("the rotated token gets %d, want 200", got)
+	}
+	if got := status("old-token"); got != http.StatusUnauthorized {
+		t.Errorf("the replaced token gets %d, want 401", got)
+	}
+	cancel()
+	if err := within(t, served, "the shutdown"); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}
+
+// A front refuses, before it listens, to serve a non-loopback address
+// without a token, and a token or origin it cannot use.
+func TestListenHTTPRefusals(t *testing.T) {
+	in, err := New(&Options{Dir: t.TempDir(), Log: testLogger(), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close(time.Second)
+	for _, h := range []*HTTP{
+		{Addr: "0.0.0.0:0"},
+		{Addr: "127.0.0.1:0", Token: "two words"},
+		{Addr: "127.0.0.1:0", Origins: []string{"no-scheme.example"}},
+	} {
+		front, err := in.ListenHTTP(h)
+		var refused *RefusedError
+		if !errors.As(err, &refused) {
+			t.Errorf("%+v: %v, want a RefusedError", h, err)
+		}
+		if front != nil {
+			front.ln.Close()
+		}
+	}
+	if _, err := in.ListenHTTP(&HTTP{Addr: "0.0.0.0:0"}); !errors.Is(err, ErrNoToken) {
+		t.Errorf("no token on 0.0.0.0: %v, want ErrNoToken", err)
+	}
+}

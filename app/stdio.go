@@ -1,0 +1,43 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// ServeStdio starts the servers and serves a profile on stdin and stdout
+// until the client leaves or ctx ends, reloading on SIGHUP and, if watch
+// is set, on every change of the config directory.
+//
+// When ctx ends first, the servers are closed before the session, giving
+// running calls up to grace to finish, so that their answers still reach
+// the client (see shutdown.go). When the client leaves first, ServeStdio
+// returns with the servers running: the caller closes the instance.
+func (in *Instance) ServeStdio(ctx context.Context, profile string, grace time.Duration, watch bool) error {
+	if err := in.follow(ctx, watch); err != nil {
+		return fmt.Errorf("watching the config directory: %w", err)
+	}
+	go in.Start(ctx)
+	in.log.Info("serving MCP on stdio", "config", in.dir, "profile", profile)
+	// The session outlives ctx until the running calls are answered.
+	session, endSession := context.WithCancel(context.Background())
+	defer endSession()
+	go func() {
+		select {
+		case <-ctx.Done():
+			in.log.Info("shutting down")
+			in.Close(grace)
+			endSession()
+		case <-session.Done():
+		}
+	}()
+	err := in.agg.RunStdio(session, profile)
+	endSession()
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("the stdio session ended with an error: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package app
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpmux/mcpmux/aggregator"
+	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
+)
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestHTTPTokenSources(t *testing.T) {
+	dir := t.TempDir()
+	flagFile := writeFile(t, filepath.Join(dir, "flag.token"), "  from-flag-file \n")
+	cfgFile := writeFile(t, filepath.Join(dir, "cfg.token"), "# tokens, one per line\nalice-token\n\n  bob-token\n")
+	settings := &config.Settings{TokenFile: cfgFile, File: "mcpmux.yaml"}
+
+	for _, c := range []struct {
+		what     string
+		h        HTTP
+		settings *config.Settings
+		want     []string
+		file     string
+	}{
+		{"--token wins", HTTP{Token: "from-flag", TokenFile: flagFile}, settings, []string{"from-flag"}, ""},
+		{"--token-file over token_file, trimmed", HTTP{TokenFile: flagFile}, settings, []string{"from-flag-file"}, flagFile},
+		{"token_file", HTTP{}, settings, []string{"alice-token", "bob-token"}, cfgFile},
+		{"no token", HTTP{}, &config.Settings{}, nil, ""},
+	} {
+		opts, accepted, file, err := c.h.security(c.settings)
+		if err != nil || !slices.Equal(accepted, c.want) || file != c.file || opts.Tokens.Empty() != (c.want == nil) {
+			t.Errorf("%s: tokens %q from %q, error %v; want %q from %q", c.what, accepted, file, err, c.want, c.file)
+		}
+	}
+
+	for _, c := range []struct {
+		h        HTTP
+		settings *config.Settings
+		want     string
+	}{
+		{HTTP{TokenFile: filepath.Join(dir, "missing")}, &config.Settings{}, "--token-file: cannot read the token file"},
+		{HTTP{TokenFile: writeFile(t, filepath.Join(dir, "empty"), "\n \n# none\n")}, &config.Settings{}, "holds no token"},
+		{HTTP{}, &config.Settings{TokenFile: writeFile(t, filepath.Join(dir, "spaced"), "two words\n"), File: "mcpmux.yaml"}, "token_file in mcpmux.yaml: " + filepath.Join(dir, "spaced") + ":1: a token must not contain whitespace"},
+		{HTTP{Token: "a b"}, &config.Settings{}, "must not be blank or contain whitespace"},
+		{HTTP{Token: " \t"}, &config.Settings{}, "must not be blank or contain whitespace"},
+		{HTTP{Origins: []string{"evil.example"}}, &config.Settings{}, "--allowed-origin: \"evil.example\" is not an origin"},
+	} {
+		_, _, _, err := c.h.security(c.settings)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.h, err, c.want)
+		}
+	}
+}
+
+// A rotated token file replaces the accepted tokens; a file that cannot be
+// read, holds none, or is no longer named keeps the tokens in force, and
+// says so once.
+func TestTokenRotationKeepsTheTokensInForceOnAProblem(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, filepath.Join(dir, "tokens"), "first\n")
+	settings := &config.Settings{TokenFile: file, File: "mcpmux.yaml"}
+	var logBuf bytes.Buffer
+	log := logs.Masked(slog.New(slog.NewTextHandler(&logBuf, nil)), &logs.Masker{})
+	h := &HTTP{}
+	_, accepted, _, err := h.security(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &tokenRotation{http: h, tokens: aggregator.NewTokens(accepted...), current: accepted, log: log}
+
+	writeFile(t, file, "second\nthird\n")
+	r.reload(settings)
+	if !slices.Equal(r.current, []string{"second", "third"}) {
+		t.Errorf("after a rotation the tokens are %q", r.current)
+	}
+	for _, broken := range []string{"\n# none\n", "two words\n"} {
+		writeFile(t, file, broken)
+		r.reload(settings)
+		r.reload(settings)
+	}
+	r.reload(&config.Settings{File: "mcpmux.yaml"})
+	if !slices.Equal(r.current, []string{"second", "third"}) {
+		t.Errorf("a problem changed the tokens to %q", r.current)
+	}
+	out := logBuf.String()
+	for _, want := range []string{"holds no token", "a token must not contain whitespace", "mcpmux.yaml no longer names a token file"} {
+		if n := strings.Count(out, want); n != 1 {
+			t.Errorf("%q logged %d times, want once:\n%s", want, n, out)
+		}
+	}
+	if strings.Contains(out, "second") || strings.Contains(out, "third") {
+		t.Errorf("the log shows a token:\n%s", out)
+	}
+}

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcpmux/mcpmux/app"
+	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/upstream"
+)
+
+// checkCmd connects to every server once and reports what it found.
+func checkCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("check", stdout, stderr)
+	var cf commonFlags
+	cf.register(fs, "error")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	// Invalid files are in the report below, not in the log too.
+	in, log, code := oneShot(&cf, fs, stderr)
+	if in == nil {
+		return code
+	}
+	defer in.Close(time.Second)
+
+	mask := logs.MaskerOf(log) // errors may quote a child's stderr
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tRESTARTS\tTRANSPORT\tDETAIL")
+	failed := 0
+	for _, st := range in.Pool().Statuses() {
+		detail := ""
+		switch {
+		case st.Error != "":
+			detail = st.Error
+		case st.Session == "per-client":
+			detail = "one connection per client session"
+		}
+		if st.State != upstream.StateUp {
+			failed++
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.State, st.Tools, st.Restarts, st.Transport, oneLine(mask.Mask(detail)))
+	}
+	for _, s := range in.Snapshot().Disabled {
+		fmt.Fprintf(w, "%s\tdisabled\t-\t-\t-\tenabled: false in %s\n", s.Name, s.File)
+	}
+	w.Flush()
+	if len(in.Snapshot().Errors) > 0 {
+		fmt.Fprintln(stdout, "\nInvalid config files (skipped):")
+		for _, fe := range in.Snapshot().Errors {
+			fmt.Fprintf(stdout, "  %s\n", mask.Mask(fe.Error()))
+		}
+	}
+	if notes := app.NameNotes(in.Snapshot().Servers, in.Snapshot().Settings.Separator); len(notes) > 0 {
+		fmt.Fprintln(stdout, "\nNotes:")
+		for _, n := range notes {
+			fmt.Fprintf(stdout, "  %s\n", n)
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d servers, %d not up, %d invalid files\n", len(in.Pool().Statuses()), failed, len(in.Snapshot().Errors))
+	if failed > 0 || len(in.Snapshot().Errors) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// oneShot builds an instance and starts its servers, for check and tools;
+// fs holds cf's flags. The logger is the instance's.
+func oneShot(cf *commonFlags, fs *flag.FlagSet, stderr io.Writer) (*app.Instance, *slog.Logger, int) {
+	log, err := cf.logger(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpmux:", err)
+		return nil, nil, 2
+	}
+	in, err := app.New(&app.Options{Dir: cf.configDir, Mode: app.WithSessions, Log: log, Version: buildVersion()})
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpmux:", explainConfigDir(err, fs, cf.configDir))
+		return nil, nil, 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	in.Start(ctx)
+	return in, log, 0
+}

@@ -1,0 +1,132 @@
+// Package cli is the mcpmux command: its process set-up (Main), its
+// command line (Run), and one file per command. Serving, check and tools
+// run an app.Instance; the other commands stand alone.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/mcpmux/mcpmux/internal/reaper"
+)
+
+// Main runs mcpmux as a process with the arguments args (os.Args[1:]) and
+// returns its exit status.
+func Main(args []string) int {
+	// A stdio client that leaves closes our stdout; a late write there must
+	// fail with EPIPE (and mcpmux shut down as for a closed stdin) instead of
+	// the Go runtime killing us with SIGPIPE. Notify, not Ignore: an ignored
+	// signal would be inherited by every tool server we start.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	if len(args) == 1 && args[0] == reaper.Command {
+		// Not a command for users: the process a serving mcpmux starts to
+		// end its children's process groups should it be killed. Before
+		// the profiles, which are mcpmux's own (MCPMUX_CPUPROFILE).
+		return reaper.Run(os.Stdin, os.Stderr)
+	}
+	tuneGC()
+	stopProfiles := startProfiles()
+	defer stopProfiles()
+	return Run(args, os.Stdout, os.Stderr)
+}
+
+// commands maps subcommand names to their implementations.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"serve":   serveCmd,
+	"init":    initCmd,
+	"check":   checkCmd,
+	"tools":   toolsCmd,
+	"import":  importCmd,
+	"journal": journalCmd,
+	"version": versionCmd,
+	// For a container HEALTHCHECK.
+	"healthcheck": healthcheckCmd,
+	// The built-in fetch tool, run as a tool server.
+	"fetch-server": fetchServerCmd,
+	// OAuth of url: servers.
+	"login":  loginCmd,
+	"logout": logoutCmd,
+}
+
+// commandDocs are the commands as usage lists them, in its order: the
+// synopsis, what the command does, and more on its arguments for its -h.
+var commandDocs = []struct{ synopsis, summary, details string }{
+	{"mcpmux [flags]", "serve over stdio, for a client that starts mcpmux itself (the flags are below)", ""},
+	{"mcpmux --http ADDR [flags]", "serve Streamable HTTP at /mcp and /mcp/{profile}; /healthz and /metrics beside", ""},
+	{"mcpmux init [--config DIR] [--force]", "write a commented starter config directory", ""},
+	{"mcpmux check [--config DIR]", "start every server once and report its state; exit 1 if one is not up or a file is invalid", ""},
+	{"mcpmux tools [--config DIR] [--json] [--profile NAME]", "print the merged tool catalog", ""},
+	{"mcpmux import FILE [--config DIR] [--force]", "write tool/*.yaml from a Claude Desktop, Cursor or VS Code MCP config",
+		"FILE is claude_desktop_config.json, .cursor/mcp.json or .vscode/mcp.json."},
+	{"mcpmux journal DIR [--json] [--html FILE]", "summarise a call journal per task",
+		"Calls, errors, refusals, fallbacks, corrections, timeouts, replays, and total and slowest time per tool, per task."},
+	{"mcpmux login SERVER [--config DIR] [--no-browser] [--timeout D]", "authorize mcpmux to a url: server with auth: oauth",
+		"SERVER is a tool file's server with auth: oauth. The tokens go to $MCPMUX_STATE_DIR/oauth/ (default $XDG_STATE_HOME/mcpmux, ~/.local/state/mcpmux)."},
+	{"mcpmux logout SERVER [--config DIR]", "delete the OAuth tokens that mcpmux login stored for a server", ""},
+	{"mcpmux fetch-server [flags]", "serve the built-in fetch tool (URL to Markdown) on stdio", ""},
+	{"mcpmux healthcheck [--timeout D] [URL]", "exit 0 if a serving mcpmux's /healthz answers 200, else 1",
+		"URL defaults to $MCPMUX_HEALTHCHECK_URL, else " + defaultHealthURL + "."},
+	{"mcpmux version", "print the version and commit", ""},
+	{"mcpmux help [COMMAND]", "print this, or a command's usage and flags", ""},
+}
+
+// Run runs the command line args (without the program's name), writing to
+// stdout and stderr, and returns the exit status: 0, 1 when the command
+// failed, 2 for a mistake in the command line itself.
+func Run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", "-h", "-help", "--help":
+			return helpCmd(args[1:], stdout, stderr)
+		case "-version", "--version":
+			return versionCmd(args[1:], stdout, stderr)
+		}
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, ok := commands[args[0]]
+		if !ok {
+			fmt.Fprintf(stderr, "mcpmux: unknown command %q\n\n", args[0])
+			usage(stderr)
+			return 2
+		}
+		return cmd(args[1:], stdout, stderr)
+	}
+	return serveCmd(args, stdout, stderr)
+}
+
+// helpCmd prints the usage, or a command's.
+func helpCmd(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		usage(stdout)
+		return 0
+	case len(args) == 1 && commands[args[0]] != nil:
+		return commands[args[0]]([]string{"-h"}, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "mcpmux help: no command %q\n\n", strings.Join(args, " "))
+	usage(stderr)
+	return 2
+}
+
+// usage prints what mcpmux -h prints: the commands, then the flags of
+// serving.
+func usage(w io.Writer) {
+	fmt.Fprint(w, "mcpmux: one MCP server in front of many tool servers\n\nUsage:\n")
+	for _, c := range commandDocs {
+		fmt.Fprintf(w, "  %s\n    \t%s\n", c.synopsis, c.summary)
+	}
+	fmt.Fprint(w, `
+DIR holds tool/*.yaml (one tool server each) and an optional mcpmux.yaml;
+it defaults to $MCPMUX_CONFIG, else ./config. "mcpmux init" writes one.
+"mcpmux help COMMAND" (or "mcpmux COMMAND -h") prints a command's flags.
+
+Flags of serving (mcpmux [flags], mcpmux --http ADDR [flags]):
+`)
+	fs, _ := newServeFlags(w, w)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}

@@ -1,0 +1,80 @@
+package upstream
+
+//lint:file-ignore SA1019 the test checks that server-wide log messages of MCP 2025-11-25, which mcpmux forwards, reach the pool's listeners.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
+)
+
+// A pool's listeners hear its servers' changed lists and server-wide log
+// messages from when they listen: one that listens later hears what comes
+// after, and nothing is told to a listener that does not exist yet.
+func TestPoolEventsReachEveryListenerFromWhenItListens(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "a"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+	})
+	tool := func(name string) {
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	tool("first")
+	pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+			t.Error(err)
+		}
+		return ct
+	}})
+	defer pool.Close(context.Background(), time.Second)
+
+	type heard struct{ changed, logs chan string }
+	listen := func() heard {
+		h := heard{make(chan string, 10), make(chan string, 10)}
+		pool.Listen(Events{
+			Changed: func(server string) { h.changed <- server },
+			Log:     func(server string, p *mcp.LoggingMessageParams) { h.logs <- server + ": " + p.Data.(string) },
+		})
+		return h
+	}
+	want := func(what string, ch chan string, v string) {
+		t.Helper()
+		select {
+		case got := <-ch:
+			if got != v {
+				t.Errorf("%s: heard %q, want %q", what, got, v)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: heard nothing, want %q", what, v)
+		}
+	}
+	early := listen()
+	pool.Apply(context.Background(), []*config.Server{server(t, "a", "1")}, time.Minute)
+	want("the early listener, as a starts", early.changed, "a")
+
+	late := listen()
+	tool("second") // tools/list_changed: a is listed again
+	want("the early listener, as a lists another tool", early.changed, "a")
+	want("the late listener, as a lists another tool", late.changed, "a")
+
+	pool.Get("a").SetLoggingLevel(context.Background(), "info")
+	for ss := range srv.Sessions() {
+		if err := ss.Log(context.Background(), &mcp.LoggingMessageParams{Level: "info", Data: "hello"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want("the early listener's log", early.logs, "a: hello")
+	want("the late listener's log", late.logs, "a: hello")
+	select {
+	case v := <-late.changed:
+		t.Errorf("the late listener heard of a change before it listened: %q", v)
+	default:
+	}
+}

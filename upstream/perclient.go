@@ -1,0 +1,124 @@
+package upstream
+
+import (
+	"context"
+	"time"
+)
+
+// Per-client connections (session: per-client): each client session gets
+// its own connection, opened on first use and closed when it leaves or
+// idles.
+
+// acquireClient returns the caller's own connection, opening it on first
+// use with the caller's features.
+func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f ClientFeatures) (*conn, error) {
+	for {
+		s.mu.Lock()
+		if s.state == StateStopped {
+			s.mu.Unlock()
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
+		}
+		if c := s.clients[id]; c != nil {
+			if c.acquire() {
+				s.mu.Unlock()
+				return c, nil
+			}
+			delete(s.clients, id)
+		}
+		if wait := s.dialing[id]; wait != nil {
+			s.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if max := s.cfg.MaxClients; max > 0 && len(s.clients)+len(s.dialing) >= max {
+			s.mu.Unlock()
+			return nil, &LimitError{Server: s.cfg.Name, Max: max}
+		}
+		wait := make(chan struct{})
+		s.dialing[id] = wait
+		s.mu.Unlock()
+
+		c, err := s.dial(s.ctx, task, f)
+		if err == nil {
+			s.applyLogLevel(ctx, c)
+		}
+
+		s.mu.Lock()
+		delete(s.dialing, id)
+		close(wait)
+		if nl := asNeedsLogin(err); nl != nil {
+			s.setState(StateNeedsLogin, nl)
+		} else if err == nil && s.state == StateNeedsLogin {
+			s.setState(StateUp, nil) // logged in again
+		}
+		if err != nil {
+			s.mu.Unlock()
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: err}
+		}
+		if s.state == StateStopped {
+			s.mu.Unlock()
+			c.close()
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
+		}
+		c.watch()
+		c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() { s.closeIdle(id, c) })
+		c.acquire()
+		s.clients[id] = c
+		s.mu.Unlock()
+		s.log.Info("opened per-client connection", "client", string(id), "task", task, "pid", c.pid)
+		go func() {
+			<-c.done
+			s.forgetClient(id, c)
+		}()
+		return c, nil
+	}
+}
+
+// closeIdle closes a per-client connection that has not been used for the
+// idle timeout.
+func (s *Server) closeIdle(id ClientID, c *conn) {
+	c.mu.Lock()
+	idle := c.inflight == 0 && time.Since(c.lastUse) >= s.cfg.IdleTimeout-time.Millisecond
+	c.mu.Unlock()
+	if !idle {
+		return
+	}
+	if s.forgetClient(id, c) {
+		s.log.Info("closing idle per-client connection", "client", string(id), "idle", s.cfg.IdleTimeout)
+	}
+	c.close()
+}
+
+// forgetClient removes c from the client map; it reports whether it was there.
+func (s *Server) forgetClient(id ClientID, c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clients[id] == c {
+		delete(s.clients, id)
+		return true
+	}
+	return false
+}
+
+// ReleaseClient closes the connection of a client session that ended.
+// Calls still running on it are given a short time to finish.
+func (s *Server) ReleaseClient(id ClientID) {
+	s.mu.Lock()
+	c := s.clients[id]
+	delete(s.clients, id)
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	s.log.Info("client left; closing its connection", "client", string(id), "pid", c.pid)
+	c.drain(context.Background(), clientLeftDrain)
+	c.close()
+}
+
+// clientLeftDrain is how long the calls of a client that left may take to
+// finish before its connection closes.
+const clientLeftDrain = 5 * time.Second

@@ -1,0 +1,318 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/oauth"
+)
+
+// A client's request to a server: on which connection it runs, how it is
+// sent (once more if the server did not get it), and what its failure
+// means.
+
+// Request says on whose behalf a request runs.
+type Request struct {
+	Client ClientID // caller's session, for per-client servers
+	Task   string   // caller's task id, for the environment of a per-client child
+	Caller Caller   // receives the server's requests and logs meanwhile; may be nil
+	// Features are the caller's capabilities, which its own connection to a
+	// per-client server declares; the zero value declares none (use
+	// AllFeatures for a caller without known capabilities).
+	Features ClientFeatures
+}
+
+// CallParams is one tool call for a server.
+type CallParams struct {
+	Request
+	Params *mcp.CallToolParams
+	// Progress, if set, receives the server's progress notifications for
+	// the call (with mcpmux's token; the caller maps it back).
+	Progress func(context.Context, *mcp.ProgressNotificationParams)
+	// StreamClosed, if set, is called when a Streamable HTTP server closed
+	// the call's response stream before answering and mcpmux reconnects to
+	// resume it, with the retry delay the server asked for (see resume.go).
+	// It returns whether the caller can no longer be reached for this call
+	// (its own stream closed for good): the server's requests during the
+	// rest of the call are then not its.
+	StreamClosed func(retry time.Duration) (unreachable bool)
+}
+
+// hooks are what a request's caller wants to hear about while it runs.
+type hooks struct {
+	progress     func(context.Context, *mcp.ProgressNotificationParams)
+	streamClosed func(retry time.Duration) (unreachable bool)
+}
+
+// CallTool calls a tool on the server and returns its result as the server
+// sent it: a raw request (raw.go), whose result is neither decoded nor
+// re-encoded on its way to the client. Errors are of the types in
+// errors.go or the context's error; a tool's own failure is a result with
+// isError.
+func (s *Server) CallTool(ctx context.Context, p CallParams) (json.RawMessage, error) {
+	return run(ctx, s, p.Request, hooks{p.Progress, p.StreamClosed}, func(ctx context.Context, c *conn, token string) (json.RawMessage, error) {
+		params := *p.Params
+		if params.Arguments == nil {
+			params.Arguments = json.RawMessage("{}") // TypeScript servers reject "arguments": null
+		}
+		if p.Progress != nil {
+			params.Meta = withProgressToken(params.Meta, token)
+		}
+		return c.rawCall(ctx, "tools/call", &params)
+	})
+}
+
+// GetPrompt gets a prompt from the server.
+func (s *Server) GetPrompt(ctx context.Context, r Request, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (*mcp.GetPromptResult, error) {
+		return c.cs.GetPrompt(ctx, p)
+	})
+}
+
+// ReadResource reads a resource from the server.
+func (s *Server) ReadResource(ctx context.Context, r Request, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (*mcp.ReadResourceResult, error) {
+		return c.cs.ReadResource(ctx, p)
+	})
+}
+
+// Complete asks the server for completions, and returns its result as it
+// sent it (a raw request, raw.go).
+func (s *Server) Complete(ctx context.Context, r Request, p *mcp.CompleteParams) (json.RawMessage, error) {
+	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (json.RawMessage, error) {
+		return c.rawCall(ctx, "completion/complete", p)
+	})
+}
+
+// Subscribe subscribes to updates of a resource, on the caller's
+// connection (the shared one, or the caller's own).
+func (s *Server) Subscribe(ctx context.Context, r Request, uri string) error {
+	_, err := run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (struct{}, error) {
+		return struct{}{}, c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	})
+	return err
+}
+
+// Unsubscribe ends a subscription made with Subscribe.
+func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
+	_, err := run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (struct{}, error) {
+		return struct{}{}, c.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+	return err
+}
+
+// run sends one request on a connection for r, registered as in flight so
+// that what the server asks or says meanwhile reaches r.Caller.
+//
+// An HTTP server that answers "unknown session" has not run the request:
+// it restarted and forgot us. Then the request is sent once more, on the
+// new session, so that the client never sees that restart. So is a request
+// whose POST never reached the server (its connection broke, as when the
+// server restarts).
+func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *conn, string) (R, error)) (R, error) {
+	res, err := runOnce(ctx, s, r, h, send)
+	switch {
+	case errors.Is(err, errSessionLost):
+		s.log.Info("resending the request on a new session")
+		res, err = runOnce(ctx, s, r, h, send)
+	case errors.Is(err, errNotDelivered):
+		s.log.Info("resending the request: it did not reach the server")
+		res, err = runOnce(ctx, s, r, h, send)
+	}
+	return res, err
+}
+
+func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *conn, string) (R, error)) (R, error) {
+	var zero R
+	if !s.cfg.PerClient() {
+		free, err := s.limit.take(ctx)
+		if err != nil {
+			return zero, err
+		}
+		defer free()
+	}
+	c, err := s.acquire(ctx, r)
+	if err != nil {
+		return zero, err
+	}
+	defer c.release()
+	if s.cfg.PerClient() {
+		free, err := c.limit.take(ctx)
+		if err != nil {
+			return zero, err
+		}
+		defer free()
+	}
+	// Stop cancels the request with a *StoppedError as the cause when it
+	// runs past the grace period; a resumed stream that stays silent, with
+	// a *ResultLostError.
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	req := &inflight{caller: r.Caller, progress: h.progress, cancel: cancel}
+	if s.cfg.IsRemote() {
+		var closed func(time.Duration)
+		if h.streamClosed != nil {
+			closed = func(retry time.Duration) {
+				if h.streamClosed(retry) {
+					c.detach(req)
+				}
+			}
+		}
+		var w *streamWatch
+		cctx, w = watchCall(cctx, s.cfg.Name, s.resumeTimeout(), closed, cancel)
+		defer w.finish()
+	}
+	token := newProgressToken()
+	defer c.begin(token, req)()
+	res, err := send(cctx, c, token)
+	if err != nil {
+		return zero, s.callError(ctx, cctx, c, err)
+	}
+	c.gate.wait(ctx)
+	return res, nil
+}
+
+// withProgressToken returns a copy of m with our progress token.
+func withProgressToken(m mcp.Meta, token string) mcp.Meta {
+	out := make(mcp.Meta, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	out["progressToken"] = token
+	return out
+}
+
+// callError classifies a failed call; cctx is the request's own context,
+// below the caller's ctx.
+func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var stopped *StoppedError
+	if errors.As(context.Cause(cctx), &stopped) {
+		return stopped
+	}
+	if lost := lostCause(cctx); lost != nil {
+		return lost
+	}
+	if nl := asNeedsLogin(err); nl != nil {
+		s.loginLost(c, nl)
+		return &UnavailableError{Server: s.cfg.Name, Err: nl}
+	}
+	var refresh *oauth.RefreshError
+	if errors.As(err, &refresh) {
+		return &UnavailableError{Server: s.cfg.Name, Err: refresh}
+	}
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		// The HTTP server forgot our session (it restarted): reconnect. No
+		// new call may take this connection meanwhile. (Checked before
+		// JSON-RPC errors: writing a request the server refuses so wraps
+		// the transport's own "rejected" error too.)
+		s.log.Warn("server lost our session; reconnecting")
+		c.stopTaking()
+		go c.close()
+		return &LostError{Server: s.cfg.Name, Err: errSessionLost}
+	}
+	var notSent *notSentError
+	if errors.As(err, &notSent) && s.cfg.IsRemote() && !isClosed(c) {
+		// The POST failed before the server had it (the transport wraps
+		// that in its own JSON-RPC "rejected" error, which is not the
+		// server's answer): nothing ran, so it may be sent again.
+		return &LostError{Server: s.cfg.Name, Err: errNotDelivered}
+	}
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
+	}
+	if connGone(err) || isClosed(c) {
+		// The connection is gone: later calls must wait for the next one
+		// rather than find this one before the supervisor notices.
+		c.stopTaking()
+		return &LostError{Server: s.cfg.Name, Err: c.lostReason(err)}
+	}
+	if w := watchOf(cctx); w != nil {
+		if lost := w.failure(); lost != nil {
+			return lost
+		}
+	}
+	return &LostError{Server: s.cfg.Name, Err: err}
+}
+
+// errSessionLost is the cause of a call refused by an HTTP server that no
+// longer knows the session: the server did not run it.
+var errSessionLost = errors.New("the server restarted and lost the session")
+
+// errNotDelivered is the cause of a request whose HTTP POST failed before
+// it reached the server.
+var errNotDelivered = errors.New("the request did not reach the server: its connection broke")
+
+// connGone reports whether err says the connection itself broke: the
+// child's pipes closed (a write to a dead child fails with EPIPE) or the
+// session ended.
+func connGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, mcp.ErrConnectionClosed)
+}
+
+func isClosed(c *conn) bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// acquire returns a connection for a call, registered as in flight.
+func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
+	if s.cfg.PerClient() {
+		return s.acquireClient(ctx, r.Client, r.Task, r.Features)
+	}
+	var patience <-chan time.Time // started at the first wait for a restart
+	for {
+		s.mu.Lock()
+		if c := s.cur; c != nil && c.acquire() {
+			s.mu.Unlock()
+			return c, nil
+		}
+		state, lastErr, changed := s.state, s.lastErr, s.changed
+		s.mu.Unlock()
+		switch state {
+		case StateFailed, StateNeedsLogin:
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: lastErr}
+		case StateStopped:
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
+		}
+		// Starting, restarting, or up on a connection that is going away:
+		// wait for the outcome; for a restart, only briefly.
+		if patience == nil && state != StateStarting {
+			t := time.NewTimer(restartWait)
+			defer t.Stop()
+			patience = t.C
+		}
+		select {
+		case <-changed:
+		case <-patience:
+			why := "it is restarting"
+			if lastErr != nil {
+				why = fmt.Sprintf("it is restarting after: %v;", lastErr)
+			}
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: fmt.Errorf("%s it was not back within %v", why, restartWait)}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// restartWait is how long a call waits for a restarting server to come
+// back before it fails; tests shorten it.
+var restartWait = 10 * time.Second
