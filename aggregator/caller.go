@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -19,15 +20,16 @@ type sessionCaller struct {
 	ss        *mcp.ServerSession
 	id        string
 	stateless bool // no session: requests to the client are refused
+	a         *Aggregator
 }
 
 var _ upstream.Caller = (*sessionCaller)(nil)
 
-func newCaller(ctx context.Context, ss *mcp.ServerSession, stateless bool) upstream.Caller {
+func (a *Aggregator) newCaller(ctx context.Context, ss *mcp.ServerSession) upstream.Caller {
 	if ss == nil {
 		return nil
 	}
-	return &sessionCaller{ctx: ctx, ss: ss, id: sessionKey(ss), stateless: stateless}
+	return &sessionCaller{ctx: ctx, ss: ss, id: sessionKey(ss), stateless: a.stateless, a: a}
 }
 
 // errStateless is why a stateless front asks its clients nothing: the
@@ -121,6 +123,16 @@ func (c *sessionCaller) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (
 // the client set with logging/setLevel (none before it sets one).
 func (c *sessionCaller) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
 	_ = c.ss.Log(c.reqCtx(ctx), p)
+}
+
+// TaskStatus sends the client a server's notifications/tasks/status about
+// one of its tasks, which the go-sdk cannot send: see taskfront.go. Over
+// HTTP it goes on the session's GET stream, if the client has one open;
+// else it is not sent, which the spec allows (clients poll tasks/get).
+func (c *sessionCaller) TaskStatus(_ context.Context, params json.RawMessage) {
+	if !c.a.notifyClient(c.ss, "notifications/tasks/status", params) {
+		c.a.log.Debug("task status not sent: the client has no open stream", "session", c.id)
+	}
 }
 
 // sessionKey identifies a client session: its HTTP session id, or, on

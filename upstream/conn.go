@@ -59,8 +59,10 @@ type conn struct {
 	waitErr error          // why it ended; set before done is closed
 
 	mu       sync.Mutex
-	requests map[string]*inflight // by progress token
-	owner    Caller               // latest caller; the client of a per-client connection
+	requests map[string]*inflight  // by progress token
+	tasks    map[string]*ownedTask // the clients' tasks on this connection, by id (mcptasks.go)
+	pending  []pendingStatus       // status notifications of tasks not known yet
+	owner    Caller                // latest caller; the client of a per-client connection
 	inflight int
 	drained  chan struct{} // closed when draining and inflight reaches 0
 	draining bool
@@ -162,11 +164,11 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		return nil, err
 	}
 	base := http.RoundTripper(&headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers})
-	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate}}}
+	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate, status: c.taskStatusMessage}}}
 	sse := func() (*mcp.ClientSession, error) {
 		sc := hc
 		if h != nil {
-			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h}, gate: c.gate}}}
+			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h}, gate: c.gate, status: c.taskStatusMessage}}}
 		}
 		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: sc}, nil), opts)
 	}

@@ -155,6 +155,9 @@ type tapConn struct {
 	mcp.Connection
 	gate *progressGate // nil: counted in the HTTP bodies (progressBodies)
 	raw  *rawCalls
+	// status receives notifications/tasks/status, which the go-sdk drops
+	// (mcptasks.go); nil where the HTTP bodies see them (progressBodies).
+	status func(params json.RawMessage)
 }
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -170,6 +173,10 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case *jsonrpc.Request:
 			if c.gate != nil && gated(m.Method) {
 				c.gate.sawRead()
+			}
+			if c.status != nil && m.Method == taskStatusMethod {
+				c.status(m.Params)
+				continue
 			}
 		case *jsonrpc.Response:
 			if c.raw.deliver(m) {
@@ -209,7 +216,11 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		// Tapped in its HTTP bodies (rawBodies, progressBodies).
 		return wire, nil
 	}
-	return &tapConn{Connection: wire, gate: t.gate, raw: t.c.raw}, nil
+	tc := &tapConn{Connection: wire, gate: t.gate, raw: t.c.raw}
+	if t.gate != nil {
+		tc.status = t.c.taskStatus
+	}
+	return tc, nil
 }
 
 // rawCall sends a raw request on the connection and returns the server's

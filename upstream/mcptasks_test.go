@@ -1,0 +1,334 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/tasktest"
+)
+
+// taskCaller is a client of the tests: it answers elicitations with its
+// name and records what reaches it.
+type taskCaller struct {
+	name string
+
+	mu       sync.Mutex
+	elicits  []*mcp.ElicitParams
+	statuses []string // status of each notifications/tasks/status
+	changed  chan struct{}
+}
+
+func newTaskCaller(name string) *taskCaller {
+	return &taskCaller{name: name, changed: make(chan struct{}, 100)}
+}
+
+func (c *taskCaller) ID() string { return c.name }
+func (c *taskCaller) CreateMessage(context.Context, *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	return nil, errors.New("no sampling")
+}
+func (c *taskCaller) Elicit(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	c.mu.Lock()
+	c.elicits = append(c.elicits, p)
+	c.mu.Unlock()
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": c.name}}, nil
+}
+func (c *taskCaller) ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+	return nil, errors.New("no roots")
+}
+func (c *taskCaller) Log(context.Context, *mcp.LoggingMessageParams) {}
+func (c *taskCaller) TaskStatus(_ context.Context, params json.RawMessage) {
+	var st struct{ Status string }
+	_ = json.Unmarshal(params, &st)
+	c.mu.Lock()
+	c.statuses = append(c.statuses, st.Status)
+	c.mu.Unlock()
+	c.changed <- struct{}{}
+}
+
+// waitStatus waits until the caller has been told the task is status.
+func (c *taskCaller) waitStatus(t *testing.T, status string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		c.mu.Lock()
+		got := append([]string(nil), c.statuses...)
+		c.mu.Unlock()
+		for _, s := range got {
+			if s == status {
+				return
+			}
+		}
+		select {
+		case <-c.changed:
+		case <-deadline:
+			t.Fatalf("%s was told statuses %v, never %q", c.name, got, status)
+		}
+	}
+}
+
+// taskServer is a server of tasks with one task-required tool, "work":
+// it runs until its release channel is closed (or its task cancelled),
+// asks the client first (once ask is closed) if its arguments say
+// {"ask": true}, reports
+// progress, and answers with what it got.
+type taskServer struct {
+	srv     *mcp.Server
+	tasks   *tasktest.Tasks
+	release chan struct{}
+	ask     chan struct{} // a run that asks waits for it before asking
+	started chan string   // the task id (or "plain") of each run
+}
+
+func newTaskServer() *taskServer {
+	s := &taskServer{srv: mcp.NewServer(&mcp.Implementation{Name: "tasks", Version: "1"}, nil), release: make(chan struct{}), ask: make(chan struct{}), started: make(chan string, 10)}
+	s.tasks = tasktest.Install(s.srv)
+	s.tasks.AddTool(s.srv, &mcp.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}}, "required", func(ctx context.Context, c *tasktest.Call) (*mcp.CallToolResult, error) {
+		id := c.TaskID
+		if id == "" {
+			id = "plain"
+		}
+		s.started <- id
+		var args struct{ Ask bool }
+		_ = json.Unmarshal(c.Args, &args)
+		answer := "nobody"
+		if args.Ask {
+			<-s.ask
+			res, err := c.Elicit(ctx, &mcp.ElicitParams{Message: "who?", RequestedSchema: map[string]any{"type": "object"}})
+			if err != nil {
+				return nil, err
+			}
+			answer = fmt.Sprint(res.Content["who"])
+		}
+		c.Progress(1, 2, "half")
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done for " + answer}}}, nil
+	})
+	return s
+}
+
+// pool serves the task server as "x", with the given YAML.
+func (s *taskServer) pool(t *testing.T, yaml string) *Server {
+	t.Helper()
+	pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
+		ct, st := mcp.NewInMemoryTransports()
+		go func() {
+			if ss, err := s.srv.Connect(context.Background(), tasktest.Wrap(s.srv, st), nil); err == nil {
+				_ = ss.Wait()
+			}
+		}()
+		return ct
+	}})
+	t.Cleanup(func() { pool.Close(context.Background(), time.Second) })
+	cfg, ferr := config.ParseServer("x.yaml", []byte("name: x\ntool_command: mem\n"+yaml), nil)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	pool.Apply(context.Background(), []*config.Server{cfg}, time.Minute)
+	return pool.Get("x")
+}
+
+func textOf(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("result %s: %v", raw, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// A task-augmented call creates the task and is answered with its
+// CreateTaskResult; the task's requests reach the server; its status
+// notifications and what it asks reach the caller that created it, on a
+// shared connection where another client has a call running.
+func TestTaskAugmentedCallPassesThrough(t *testing.T) {
+	s := newTaskServer()
+	srv := s.pool(t, "")
+	ctx := context.Background()
+	owner, other := newTaskCaller("owner"), newTaskCaller("other")
+
+	raw, err := srv.CallTool(ctx, CallParams{Request: Request{Caller: owner}, Params: &mcp.CallToolParams{Name: "work", Arguments: json.RawMessage(`{"ask":true}`)}, Task: json.RawMessage(`{"ttl":60000}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, ok := CreatedTask(raw)
+	if !ok || task.Status != "working" || task.TTL != time.Minute {
+		t.Fatalf("result %s, want a CreateTaskResult of a working task with a ttl of a minute", raw)
+	}
+	if id := <-s.started; id != task.ID {
+		t.Fatalf("the server ran %q, want task %q", id, task.ID)
+	}
+
+	// Another client's call keeps the shared connection busy: a request
+	// without related-task _meta could not be routed.
+	otherDone := make(chan error, 1)
+	go func() {
+		_, err := srv.CallTool(ctx, CallParams{Request: Request{Caller: other}, Params: &mcp.CallToolParams{Name: "work"}, RunTask: true})
+		otherDone <- err
+	}()
+	<-s.started
+
+	get, err := srv.TaskRequest(ctx, TaskParams{Request: Request{Caller: owner}, Method: "tasks/get", TaskID: task.ID})
+	if err != nil || !strings.Contains(string(get), `"taskId":"`+task.ID+`"`) {
+		t.Fatalf("tasks/get: %s, %v", get, err)
+	}
+	// The task asks; tasks/result delivers the question to its owner.
+	close(s.ask)
+	owner.waitStatus(t, "input_required")
+	result := make(chan json.RawMessage, 1)
+	go func() {
+		raw, err := srv.TaskRequest(ctx, TaskParams{Request: Request{Caller: owner}, Method: "tasks/result", TaskID: task.ID})
+		if err != nil {
+			t.Errorf("tasks/result: %v", err)
+		}
+		result <- raw
+	}()
+	owner.waitStatus(t, "working")
+	close(s.release)
+	raw = <-result
+	if got := textOf(t, raw); got != "done for owner" {
+		t.Errorf("task result %q, want the owner's answer", got)
+	}
+	if !strings.Contains(string(raw), `"io.modelcontextprotocol/related-task":{"taskId":"`+task.ID+`"}`) {
+		t.Errorf("task result %s lacks its related-task _meta", raw)
+	}
+	owner.waitStatus(t, "completed")
+	if err := <-otherDone; err != nil {
+		t.Errorf("the other client's call: %v", err)
+	}
+	owner.mu.Lock()
+	defer owner.mu.Unlock()
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	if len(owner.elicits) != 1 || relatedTask(owner.elicits[0].Meta) != task.ID {
+		t.Errorf("owner was asked %v, want once, about its task", owner.elicits)
+	}
+	if len(other.elicits) != 0 || len(other.statuses) != 0 {
+		t.Errorf("the other client was asked %d times and told statuses %v of a task not its own", len(other.elicits), other.statuses)
+	}
+}
+
+// A plain call of a task-required tool is run as a task by mcpmux: the
+// caller gets the task's result, answers what it asks, gets its progress
+// under the call's token, and is told no status of a task it does not
+// know.
+func TestRunTaskForPlainCall(t *testing.T) {
+	s := newTaskServer()
+	srv := s.pool(t, "")
+	caller := newTaskCaller("plain")
+	var progress []string
+	var mu sync.Mutex
+	close(s.release)
+	close(s.ask)
+	raw, err := srv.CallTool(context.Background(), CallParams{
+		Request: Request{Caller: caller}, Params: &mcp.CallToolParams{Name: "work", Arguments: json.RawMessage(`{"ask":true}`)}, RunTask: true,
+		Progress: func(_ context.Context, p *mcp.ProgressNotificationParams) {
+			mu.Lock()
+			progress = append(progress, p.Message)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(t, raw); got != "done for plain" {
+		t.Errorf("result %q (%s), want the task's result with the caller's answer", got, raw)
+	}
+	if id := <-s.started; !strings.HasPrefix(id, "task-") {
+		t.Errorf("the server ran %q, want a task", id)
+	}
+	mu.Lock()
+	if len(progress) != 1 || progress[0] != "half" {
+		t.Errorf("progress %v, want the task's", progress)
+	}
+	mu.Unlock()
+	caller.mu.Lock()
+	defer caller.mu.Unlock()
+	if len(caller.elicits) != 1 || len(caller.statuses) != 0 {
+		t.Errorf("caller asked %d times, told statuses %v; want asked once, told none", len(caller.elicits), caller.statuses)
+	}
+}
+
+// A task mcpmux runs for a call that ends first (its timeout) is
+// cancelled on the server: notifications/cancelled would end the
+// tasks/result request, not the task.
+func TestRunTaskCancelledWithItsCall(t *testing.T) {
+	s := newTaskServer()
+	srv := s.pool(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := srv.CallTool(ctx, CallParams{Request: Request{Caller: newTaskCaller("c")}, Params: &mcp.CallToolParams{Name: "work"}, RunTask: true})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call: %v, want its deadline", err)
+	}
+	id := <-s.started
+	deadline := time.Now().Add(10 * time.Second)
+	for s.tasks.Task(id) != "cancelled" {
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s is %q, want cancelled", id, s.tasks.Task(id))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A per-client connection that holds a task of its client is not closed
+// for being idle while the task may run.
+func TestPerClientConnectionKeptForItsTask(t *testing.T) {
+	s := newTaskServer()
+	srv := s.pool(t, "session: per-client\nidle_timeout: 200ms\n")
+	c := newTaskCaller("c")
+	r := Request{Client: "c", Caller: c}
+	raw, err := srv.CallTool(context.Background(), CallParams{Request: r, Params: &mcp.CallToolParams{Name: "work"}, Task: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := CreatedTask(raw)
+	before := srv.Status().Connections
+	time.Sleep(600 * time.Millisecond) // three idle timeouts
+	if after := srv.Status().Connections; len(before) != 1 || len(after) != 1 || !after[0].Since.Equal(before[0].Since) {
+		t.Fatalf("connections %v, then %v: want the same one kept", before, after)
+	}
+	close(s.release)
+	res, err := srv.TaskRequest(context.Background(), TaskParams{Request: r, Method: "tasks/result", TaskID: task.ID})
+	if err != nil || textOf(t, res) != "done for nobody" {
+		t.Fatalf("tasks/result after idling: %s, %v (the connection, and the task with it, must be kept)", res, err)
+	}
+}
+
+// A status notification read before the CreateTaskResult of its task (it
+// may come on another stream) waits for it.
+func TestTaskStatusBeforeItsTask(t *testing.T) {
+	c := &conn{srv: newServer(&config.Server{Name: "x"}, &Options{})}
+	caller := newTaskCaller("c")
+	defer c.begin("tok", &inflight{caller: caller})()
+	c.taskStatus(json.RawMessage(`{"taskId":"t1","status":"working"}`))
+	if len(caller.statuses) != 0 {
+		t.Fatal("a status of an unknown task was delivered")
+	}
+	c.own(TaskInfo{ID: "t1"}, "tok")
+	c.taskStatus(json.RawMessage(`{"taskId":"t1","status":"completed"}`))
+	if got := strings.Join(caller.statuses, ","); got != "working,completed" {
+		t.Errorf("statuses %q, want working,completed", got)
+	}
+	if c.holdsTasks() {
+		t.Error("a completed task is still held")
+	}
+}
