@@ -425,24 +425,133 @@ func (a *Aggregator) taskResult(ctx context.Context, t *clientTask, raw json.Raw
 	return res.journaled()
 }
 
-// taskListConcurrency bounds the tasks/get requests of one tasks/list.
-const taskListConcurrency = 4
-
-// listTasks answers tasks/list with the session's own tasks, as their
-// servers report them now (tasks/get), oldest first, in one page. A task
-// its server no longer knows is left out and forgotten.
+// listTasks answers tasks/list with the session's own tasks. Each server
+// that holds some is asked for its list, which on a shared connection has
+// other clients' tasks too: only the session's are kept, in the server's
+// order, servers in the order of the session's first task on each. A
+// server that does not answer tasks/list is asked for each task with
+// tasks/get. With one server, the answer is the server's with the tasks
+// filtered (its other fields kept). A task its server no longer lists is
+// left out and forgotten.
 func (a *Aggregator) listTasks(ctx context.Context, ss *mcp.ServerSession, cursor string) (mcp.Result, error) {
 	if cursor != "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor: mcpmux lists all of a session's tasks in one page"}
 	}
-	var tasks []*clientTask
+	var servers []string
+	byServer := map[string][]*clientTask{}
 	if !a.stateless {
-		tasks = a.tasks.list(ss)
+		for _, t := range a.tasks.list(ss) {
+			if byServer[t.entry.Server] == nil {
+				servers = append(servers, t.entry.Server)
+			}
+			byServer[t.entry.Server] = append(byServer[t.entry.Server], t)
+		}
 	}
-	items := make([]json.RawMessage, len(tasks))
+	var items []json.RawMessage
+	var page json.RawMessage // the one server's answer
+	for _, server := range servers {
+		p, listed, err := a.serverTasks(ctx, ss, byServer[server])
+		if err != nil {
+			a.log.Warn("tasks/list: a server's tasks are left out", "server", server, "session", sessionID(ss), "error", err)
+			continue
+		}
+		page = p
+		items = append(items, listed...)
+	}
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	list := &listResult{field: "tasks", items: items}
+	if len(servers) != 1 || page == nil {
+		return list, nil
+	}
+	b, err := list.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	out, err := withField(page, "tasks", fieldOf(b, "tasks"))
+	if err == nil {
+		out, err = withoutField(out, "nextCursor")
+	}
+	if err != nil {
+		return list, nil
+	}
+	return &rawResult{raw: out}, nil
+}
+
+// maxTaskListPages bounds the pages of a server's tasks/list.
+const maxTaskListPages = 100
+
+// serverTasks returns how one server lists ts, tasks of the session on it:
+// its first page (nil without one), and the tasks as it lists them.
+func (a *Aggregator) serverTasks(ctx context.Context, ss *mcp.ServerSession, ts []*clientTask) (json.RawMessage, []json.RawMessage, error) {
+	e := ts[0].entry
+	srv := a.pool.Get(e.Server)
+	if srv == nil {
+		return nil, nil, fmt.Errorf("server %q is no longer configured", e.Server)
+	}
+	mine := map[string]*clientTask{}
+	for _, t := range ts {
+		mine[t.id] = t
+	}
+	cctx, cancel := context.WithTimeout(ctx, srv.Config().CallTimeout(e.Tool, a.current.Load().Timeout))
+	defer cancel()
+	var first json.RawMessage
+	var items []json.RawMessage
+	seen := map[string]bool{}
+	cursor := ""
+	for range maxTaskListPages {
+		raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: a.request(ctx, srv, ss, ts[0].call.task), Method: "tasks/list", Cursor: cursor})
+		var rpc *upstream.RPCError
+		if errors.As(err, &rpc) && first == nil {
+			return nil, a.getEach(ctx, ss, ts), nil // it lists no tasks
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if first == nil {
+			first = raw
+		}
+		var p struct {
+			Tasks      []json.RawMessage `json:"tasks"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, nil, fmt.Errorf("reading tasks/list: %w", err)
+		}
+		for _, it := range p.Tasks {
+			var id struct {
+				TaskID string `json:"taskId"`
+			}
+			if json.Unmarshal(it, &id) == nil && mine[id.TaskID] != nil && !seen[id.TaskID] {
+				seen[id.TaskID] = true
+				items = append(items, it)
+			}
+		}
+		if p.NextCursor == "" {
+			for id, t := range mine {
+				if !seen[id] {
+					a.tasks.drop(ss, t) // the server no longer has it
+				}
+			}
+			return first, items, nil
+		}
+		cursor = p.NextCursor
+	}
+	return nil, nil, fmt.Errorf("more than %d pages of tasks", maxTaskListPages)
+}
+
+// taskListConcurrency bounds the tasks/get requests that list the tasks
+// of a server without tasks/list.
+const taskListConcurrency = 4
+
+// getEach returns each of ts as its server reports it now (tasks/get);
+// one it no longer knows is left out.
+func (a *Aggregator) getEach(ctx context.Context, ss *mcp.ServerSession, ts []*clientTask) []json.RawMessage {
+	items := make([]json.RawMessage, len(ts))
 	sem := make(chan struct{}, taskListConcurrency)
 	var wg sync.WaitGroup
-	for i, t := range tasks {
+	for i, t := range ts {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -458,7 +567,7 @@ func (a *Aggregator) listTasks(ctx context.Context, ss *mcp.ServerSession, curso
 			out = append(out, it)
 		}
 	}
-	return &listResult{field: "tasks", items: out}, nil
+	return out
 }
 
 // fieldOf returns the value of obj's top-level field key; nil if absent.

@@ -363,6 +363,11 @@ func TestTasksAreTheSessionsOwn(t *testing.T) {
 			if l := b.mustCall("tasks/list", map[string]any{}); string(l) != `{"tasks":[]}` {
 				t.Errorf("another session's tasks/list: %s, want none", l)
 			}
+			// The server lists both sessions' tasks; each session gets its own.
+			bid := taskIDOf(t, b.mustCall("tools/call", map[string]any{"name": "t__maybe", "arguments": map[string]any{}, "task": map[string]any{}}))
+			if l := b.mustCall("tasks/list", map[string]any{}); !strings.Contains(string(l), bid) || strings.Contains(string(l), id) {
+				t.Errorf("another session's tasks/list: %s, want its task %s only", l, bid)
+			}
 			for _, m := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
 				if _, errj := b.call(m, map[string]any{"taskId": id}); !strings.Contains(string(errj), "not a task of this session") {
 					t.Errorf("another session's %s: error %s, want task not found", m, errj)
@@ -380,8 +385,10 @@ func TestTasksAreTheSessionsOwn(t *testing.T) {
 			a.waitFor("cancelled status", func(notes, _ []json.RawMessage) bool { return hasStatus(notes, id, "cancelled") })
 			b.mu.Lock()
 			defer b.mu.Unlock()
-			if len(b.notes) != 0 {
-				t.Errorf("another session got notifications about the task: %s", b.notes)
+			for _, n := range b.notes {
+				if strings.Contains(string(n), id) {
+					t.Errorf("another session got a notification about the task: %s", n)
+				}
 			}
 		})
 	}

@@ -372,12 +372,13 @@ func (c *conn) deliverStatus(id string, cl Caller, params json.RawMessage) {
 	}
 }
 
-// TaskParams is a client's request about one of its tasks.
+// TaskParams is a client's request about one of its tasks, or tasks/list.
 type TaskParams struct {
 	Request
-	// Method is tasks/get, tasks/result or tasks/cancel.
+	// Method is tasks/get, tasks/result, tasks/cancel or tasks/list.
 	Method string
-	TaskID string
+	TaskID string // of all but tasks/list
+	Cursor string // of tasks/list
 	// StreamClosed is as for CallParams (tasks/result may run long).
 	StreamClosed func(retry time.Duration) (unreachable bool)
 }
@@ -396,9 +397,15 @@ func (s *Server) TaskRequest(ctx context.Context, p TaskParams) (json.RawMessage
 			}
 			c.mu.Unlock()
 		}
-		res, err := c.rawCall(ctx, p.Method, &taskIDParams{p.TaskID})
-		if err != nil {
-			return nil, err
+		var params any = &taskIDParams{p.TaskID}
+		if p.Method == "tasks/list" {
+			params = &struct {
+				Cursor string `json:"cursor,omitempty"`
+			}{p.Cursor}
+		}
+		res, err := c.rawCall(ctx, p.Method, params)
+		if err != nil || p.Method == "tasks/list" {
+			return res, err
 		}
 		over := p.Method == "tasks/result" // it returns once the task is over
 		if !over {
