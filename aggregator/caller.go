@@ -74,6 +74,7 @@ func (c *sessionCaller) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.E
 		return nil, errStateless
 	}
 	ctx, answer := withElicitAnswer(c.reqCtx(ctx))
+	answer.modeless = p.Mode == ""
 	res, err := c.ss.Elicit(ctx, p) // the SDK checks the client's elicitation modes
 	if answer.res != nil {
 		return answer.res, nil
@@ -82,7 +83,12 @@ func (c *sessionCaller) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.E
 }
 
 // elicitAnswer holds a client's answer to an elicitation as it came.
-type elicitAnswer struct{ res *mcp.ElicitResult }
+// modeless says the server's request had no mode, which the SDK fills in
+// (form or url, from the other fields) and the client must not get.
+type elicitAnswer struct {
+	res      *mcp.ElicitResult
+	modeless bool
+}
 
 type elicitAnswerKey struct{}
 
@@ -93,11 +99,18 @@ func withElicitAnswer(ctx context.Context) (context.Context, *elicitAnswer) {
 
 // keepElicitAnswers is sending middleware of the profiles' servers: it
 // keeps a copy of the client's answer to elicitation/create before the
-// SDK changes it (see Elicit).
+// SDK changes it (see Elicit), and sends the request without the mode the
+// SDK filled in where the server sent none.
 func keepElicitAnswers(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		a, elicits := ctx.Value(elicitAnswerKey{}).(*elicitAnswer)
+		if p, ok := req.GetParams().(*mcp.ElicitParams); elicits && ok && a.modeless && p != nil {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				req = &mcp.ServerRequest[*modelessElicit]{Session: ss, Params: &modelessElicit{p: p}}
+			}
+		}
 		res, err := next(ctx, method, req)
-		if a, ok := ctx.Value(elicitAnswerKey{}).(*elicitAnswer); ok && err == nil {
+		if elicits && err == nil {
 			if r, ok := res.(*mcp.ElicitResult); ok {
 				kept := *r
 				kept.Content = maps.Clone(r.Content)
@@ -106,6 +119,20 @@ func keepElicitAnswers(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// modelessElicit are elicitation params sent without their mode.
+type modelessElicit struct {
+	mcp.ParamsBase
+	p *mcp.ElicitParams
+}
+
+func (m *modelessElicit) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(m.p)
+	if err != nil {
+		return nil, err
+	}
+	return withoutField(b, "mode")
 }
 
 func (c *sessionCaller) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {

@@ -614,3 +614,33 @@ func TestTasksOverHTTP(t *testing.T) {
 		t.Errorf("tasks/result: %s", res)
 	}
 }
+
+// An elicitation reaches the client as the server asked it: the go-sdk
+// fills in a mode the server left out, which mcpmux takes away again.
+func TestElicitationKeepsItsMode(t *testing.T) {
+	h := newHarness(t, map[string]*mcp.Server{"e": fixtureServer("e", map[string]mcp.ToolHandler{"echo": echo("")})}, "", nil)
+	c, _ := stdioClient(t, h.agg, DefaultProfile, `{"elicitation":{"form":{},"url":{}}}`)
+	var ss *mcp.ServerSession
+	for s := range h.agg.Server(DefaultProfile).Sessions() {
+		ss = s
+	}
+	caller := h.agg.newCaller(context.Background(), ss)
+	schema := map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
+	for _, tc := range []struct {
+		params *mcp.ElicitParams
+		want   string
+	}{
+		{&mcp.ElicitParams{Message: "as sent", RequestedSchema: schema}, `{"message":"as sent","requestedSchema":`},
+		{&mcp.ElicitParams{Mode: "form", Message: "with its mode", RequestedSchema: schema}, `"mode":"form"`},
+	} {
+		if _, err := caller.Elicit(context.Background(), tc.params); err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		got := string(c.asked[len(c.asked)-1])
+		c.mu.Unlock()
+		if !strings.HasPrefix(got, tc.want) && !strings.Contains(got, tc.want) || (tc.params.Mode == "" && strings.Contains(got, `"mode"`)) {
+			t.Errorf("elicitation params %s, want %s", got, tc.want)
+		}
+	}
+}

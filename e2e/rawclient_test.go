@@ -15,10 +15,10 @@ import (
 // messages, so that what an SDK would drop or fill in (an absent field, a
 // field set to false) shows. It answers the server's requests like a host
 // with the capabilities it declared: sampling, elicitation (form and URL)
-// and roots, or none.
+// and roots, or none; and it may declare tasks.
 type rawClient struct {
 	t      *testing.T
-	caps   bool // declares sampling, elicitation and roots
+	caps   rawCaps
 	stdin  io.WriteCloser
 	proc   *exec.Cmd
 	writeM sync.Mutex
@@ -27,7 +27,24 @@ type rawClient struct {
 	nextID  int
 	waiting map[int]chan rawReply
 	notes   []json.RawMessage // notifications, in order
+	asked   []json.RawMessage // the server's requests, in order
 	done    chan struct{}     // closed when stdout ends
+}
+
+// rawCaps are the capabilities a rawClient declares.
+type rawCaps struct {
+	host  bool // sampling, elicitation and roots
+	tasks bool // tasks (list and cancel): it calls tools as tasks
+}
+
+func (c rawCaps) String() string {
+	switch {
+	case c.tasks:
+		return "host+tasks"
+	case c.host:
+		return "host"
+	}
+	return "none"
 }
 
 type rawReply struct {
@@ -37,7 +54,7 @@ type rawReply struct {
 
 // startRawClient starts cmd and initializes a session on protocol
 // 2025-11-25, after before (if not nil) returns.
-func startRawClient(t *testing.T, cmd *exec.Cmd, caps bool, before func()) (*rawClient, json.RawMessage) {
+func startRawClient(t *testing.T, cmd *exec.Cmd, caps rawCaps, before func()) (*rawClient, json.RawMessage) {
 	t.Helper()
 	c := &rawClient{t: t, caps: caps, proc: cmd, waiting: map[int]chan rawReply{}, done: make(chan struct{})}
 	var err error
@@ -68,7 +85,10 @@ func startRawClient(t *testing.T, cmd *exec.Cmd, caps bool, before func()) (*raw
 		before()
 	}
 	capabilities := `{}`
-	if caps {
+	switch {
+	case caps.tasks:
+		capabilities = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}},"tasks":{"list":{},"cancel":{}}}`
+	case caps.host:
 		capabilities = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`
 	}
 	init := c.call("initialize", json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"1"}}`))
@@ -115,6 +135,9 @@ func (c *rawClient) dispatch(line []byte) {
 	}
 	switch {
 	case msg.Method != "" && len(msg.ID) > 0:
+		c.mu.Lock()
+		c.asked = append(c.asked, append(json.RawMessage(nil), line...))
+		c.mu.Unlock()
 		c.answer(msg.ID, msg.Method, msg.Params)
 	case msg.Method != "":
 		c.mu.Lock()
@@ -141,7 +164,7 @@ func (c *rawClient) answer(id json.RawMessage, method string, params json.RawMes
 	switch {
 	case method == "ping":
 		reply["result"] = map[string]any{}
-	case !c.caps:
+	case !c.caps.host:
 		reply["error"] = map[string]any{"code": -32601, "message": "Method not found: " + method}
 	case method == "roots/list":
 		reply["result"] = map[string]any{"roots": []any{map[string]any{"uri": "file:///work/project", "name": "project"}}}
@@ -207,5 +230,14 @@ func (c *rawClient) notifications() []json.RawMessage {
 	defer c.mu.Unlock()
 	out := c.notes
 	c.notes = nil
+	return out
+}
+
+// requests returns and forgets the server's requests received so far.
+func (c *rawClient) requests() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.asked
+	c.asked = nil
 	return out
 }

@@ -58,6 +58,8 @@ type conn struct {
 	done    chan struct{}  // closed when the session has ended (see watch)
 	waitErr error          // why it ended; set before done is closed
 
+	statusMu sync.Mutex // orders the task status notifications sent to clients (mcptasks.go)
+
 	mu       sync.Mutex
 	requests map[string]*inflight  // by progress token
 	tasks    map[string]*ownedTask // the clients' tasks on this connection, by id (mcptasks.go)

@@ -190,6 +190,9 @@ func (c *conn) cancelTask(ctx context.Context, id string) {
 
 // own remembers t as the task of the request with token, created on c.
 func (c *conn) own(t TaskInfo, token string) {
+	// Status notifications held for the task go out before any later one.
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
 	now := time.Now()
 	owned := &ownedTask{token: token, created: now}
 	if t.TTL > 0 {
@@ -329,6 +332,8 @@ func (c *conn) taskStatus(params json.RawMessage) {
 	if json.Unmarshal(params, &st) != nil || st.TaskID == "" {
 		return
 	}
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
 	now := time.Now()
 	c.mu.Lock()
 	t := c.tasks[st.TaskID]
