@@ -218,11 +218,11 @@ func (ts *Tasks) start(r *mcp.CallToolRequest, tool *taskTool, augment any) (mcp
 	ts.order = append(ts.order, t.id)
 	ts.mu.Unlock()
 	call := &Call{Args: r.Params.Arguments, TaskID: t.id, ProgressToken: r.Params.GetProgressToken(), session: r.Session, t: t}
+	b, err := json.Marshal(map[string]any{"task": t.state()}) // as created: working
 	go func() {
 		res, err := tool.run(ctx, call)
 		t.finish(res, err)
 	}()
-	b, err := json.Marshal(map[string]any{"task": t.state()})
 	return &rawResult{raw: b}, err
 }
 
@@ -455,11 +455,15 @@ func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
 
 // Wrap returns t with what s's tasks need of a connection: a tools/call's
 // params.task kept (in _meta), and notifications/tasks/status sent for
-// the tasks created through it. s must have had Install.
+// the tasks created through it. For a server without Install, it returns
+// t as it is.
 func Wrap(s *mcp.Server, t mcp.Transport) mcp.Transport {
 	installedMu.Lock()
 	ts := installed[s]
 	installedMu.Unlock()
+	if ts == nil {
+		return t
+	}
 	return &transport{Transport: t, ts: ts}
 }
 
@@ -490,7 +494,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok && c.ts != nil && bytes.Contains(resp.Result, []byte(`"task"`)) {
+	if resp, ok := msg.(*jsonrpc.Response); ok && bytes.Contains(resp.Result, []byte(`"task"`)) {
 		var r struct {
 			Task struct {
 				TaskID string `json:"taskId"`
