@@ -94,7 +94,8 @@ func sessionFeatures(ss *mcp.ServerSession) upstream.ClientFeatures {
 	if p == nil || p.Capabilities == nil {
 		return upstream.ClientFeatures{}
 	}
-	return upstream.FeaturesOf(p.Capabilities)
+	// Its tasks capability, which the SDK drops, was lifted (taskfront.go).
+	return upstream.FeaturesOf(p.Capabilities).WithTasks(p.Meta[clientTasksKey])
 }
 
 // mapRPCError maps the server's name (or URI) of an item in a server's

@@ -27,9 +27,10 @@ import (
 // simulate-research-query, is called as a task by the client that declares
 // tasks (with and without a question to the client during tasks/result),
 // and plainly by the others, for whom mcpmux runs it as a task (directly,
-// they get an error). The *-async tools are listed only to a client that
-// declares it runs sampling or elicitation requests as tasks
-// (tasks.requests), which none of these does.
+// they get an error). The *-async tools are listed only to the client
+// that declares it runs the server's sampling and elicitation requests as
+// tasks (tasks.requests): directly it runs them, through mcpmux mcpmux
+// does and asks it plainly, and the server sees the same.
 func TestServerEverythingAnswersMatch(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(nodeBin, "mcp-server-everything")
@@ -184,6 +185,10 @@ func everythingAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 	call("trigger-sampling-request", map[string]any{"prompt": "tell a joke", "maxTokens": 20})
 	call("trigger-elicitation-request", map[string]any{})
 	call("trigger-url-elicitation", map[string]any{"url": "https://example.com/login"})
+	// Listed only to a client that runs the server's sampling or
+	// elicitation requests as tasks; through mcpmux, mcpmux runs them.
+	call("trigger-sampling-request-async", map[string]any{"prompt": "tell a joke", "maxTokens": 20})
+	call("trigger-elicitation-request-async", map[string]any{})
 	if names["trigger-long-running-operation"] {
 		c.notifications()
 		res := c.call("tools/call", map[string]any{"name": prefix + "trigger-long-running-operation", "arguments": map[string]any{"duration": 0.3, "steps": 3}, "_meta": map[string]any{"progressToken": "client-token-7"}})
@@ -365,7 +370,7 @@ func normalizeAnswer(raw json.RawMessage, prefix string) json.RawMessage {
 // ids; isoTimeRE, the times of a task.
 var (
 	uuidRE    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	taskIDRE  = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
+	taskIDRE  = regexp.MustCompile(`\b([0-9a-f]{32}|[A-Z2-7]{26})\b`)
 	isoTimeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 )
 

@@ -27,8 +27,14 @@ type mcpTaskClient struct {
 
 func newMCPTaskClient(t *testing.T, url string) *mcpTaskClient {
 	t.Helper()
+	return newMCPTaskClientWith(t, url, `{"elicitation":{},"tasks":{"list":{},"cancel":{}}}`)
+}
+
+// newMCPTaskClientWith initializes a client declaring caps.
+func newMCPTaskClientWith(t *testing.T, url, caps string) *mcpTaskClient {
+	t.Helper()
 	c := &mcpTaskClient{t: t, url: url}
-	resp := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"tasks":{"list":{},"cancel":{}}},"clientInfo":{"name":"tasks","version":"1"}}}`)
+	resp := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"tasks","version":"1"}}}`)
 	c.id = resp.Header.Get("Mcp-Session-Id")
 	if c.id == "" {
 		t.Fatal("initialize: no Mcp-Session-Id")
@@ -100,7 +106,11 @@ func (c *mcpTaskClient) call(method string, params any) (answer json.RawMessage,
 			}
 			switch {
 			case msg["method"] != nil && msg["id"] != nil:
-				reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg["id"], "result": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}})
+				var result any = map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}
+				if string(msg["method"]) == `"sampling/createMessage"` {
+					result = map[string]any{"role": "assistant", "model": "m", "content": map[string]any{"type": "text", "text": "sampled"}}
+				}
+				reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg["id"], "result": result})
 				c.post(string(reply)).Body.Close()
 				delete(msg, "id")
 				asked = append(asked, mustMarshal(msg))
@@ -303,5 +313,28 @@ func TestTaskStatusOverHTTP(t *testing.T) {
 		default:
 		}
 		break
+	}
+}
+
+// A server that asks its client to sample as a task, over Streamable HTTP:
+// mcpmux declares what its client declared, takes the server's
+// task-augmented request and tasks/* off the event streams, runs the task
+// and asks the client plainly; the server's async tool completes.
+func TestServerAskedTaskOverHTTP(t *testing.T) {
+	t.Parallel()
+	url := startEverythingHTTP(t, filepath.Join(nodeBin, "mcp-server-everything"))
+	for _, session := range []string{"shared", "per-client"} {
+		t.Run(session, func(t *testing.T) {
+			t.Parallel()
+			p := startHTTP(t, writeConfig(t, map[string]string{"tool/x.yaml": "name: x\nprefix: \"\"\nurl: " + url + "\nsession: " + session + "\n"}))
+			c := newMCPTaskClientWith(t, p.url+"/mcp", `{"sampling":{},"tasks":{"requests":{"sampling":{"createMessage":{}}}}}`)
+			res, asked := c.call("tools/call", map[string]any{"name": "trigger-sampling-request-async", "arguments": map[string]any{"prompt": "hi", "maxTokens": 5}})
+			if !strings.Contains(string(res), "[COMPLETED] Async sampling completed!") || !strings.Contains(string(res), "Poll 1: completed") || !strings.Contains(string(res), `\"text\": \"sampled\"`) {
+				t.Errorf("async sampling through mcpmux: %s", res)
+			}
+			if len(asked) != 1 || strings.Contains(string(asked[0]), `"task"`) {
+				t.Errorf("the client was asked %s, want one plain sampling request", asked)
+			}
+		})
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
@@ -330,5 +332,228 @@ func TestTaskStatusBeforeItsTask(t *testing.T) {
 	}
 	if c.holdsTasks() {
 		t.Error("a completed task is still held")
+	}
+}
+
+// scriptedServer is a server of the tests that speaks JSON-RPC by hand, to
+// send what a go-sdk server cannot: requests augmented with a task, and
+// tasks/* to its client.
+type scriptedServer struct {
+	t    *testing.T
+	conn mcp.Connection
+	in   chan *jsonrpc.Request  // requests and notifications from mcpmux
+	out  chan *jsonrpc.Response // answers to the server's requests
+	init chan json.RawMessage   // the initialize params mcpmux sent
+}
+
+func newScriptedServer(t *testing.T, st mcp.Transport) *scriptedServer {
+	s := &scriptedServer{t: t, in: make(chan *jsonrpc.Request, 100), out: make(chan *jsonrpc.Response, 100), init: make(chan json.RawMessage, 1)}
+	conn, err := st.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.conn = conn
+	go func() {
+		for {
+			msg, err := conn.Read(context.Background())
+			if err != nil {
+				return
+			}
+			switch m := msg.(type) {
+			case *jsonrpc.Response:
+				s.out <- m
+			case *jsonrpc.Request:
+				switch m.Method {
+				case "initialize":
+					s.init <- m.Params
+					s.reply(m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}`)
+				case "tools/list":
+					s.reply(m.ID, `{"tools":[{"name":"async","inputSchema":{"type":"object"}}]}`)
+				case "ping":
+					s.reply(m.ID, `{}`)
+				default:
+					s.in <- m
+				}
+			}
+		}
+	}()
+	return s
+}
+
+func (s *scriptedServer) reply(id jsonrpc.ID, result string) {
+	_ = s.conn.Write(context.Background(), &jsonrpc.Response{ID: id, Result: json.RawMessage(result)})
+}
+
+// ask sends a request to mcpmux and returns its answer.
+func (s *scriptedServer) ask(id, method, params string) *jsonrpc.Response {
+	s.t.Helper()
+	jid, _ := jsonrpc.MakeID(id)
+	if err := s.conn.Write(context.Background(), &jsonrpc.Request{ID: jid, Method: method, Params: json.RawMessage(params)}); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case r := <-s.out:
+		if r.ID != jid {
+			s.t.Fatalf("%s: answer to %v", method, r.ID.Raw())
+		}
+		return r
+	case <-time.After(10 * time.Second):
+		s.t.Fatalf("%s: no answer", method)
+	}
+	return nil
+}
+
+// sampler is a caller that samples: it records what it was asked.
+type sampler struct {
+	*taskCaller
+	asked chan *mcp.CreateMessageWithToolsParams
+}
+
+func (s *sampler) CreateMessage(_ context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	s.asked <- p
+	return &mcp.CreateMessageWithToolsResult{Role: "assistant", Model: "m", Content: []mcp.Content{&mcp.TextContent{Text: "sampled"}}}, nil
+}
+
+// A server that asks its client to sample as a task gets a task of
+// mcpmux's: its client is asked plainly, and the server's tasks/get,
+// tasks/result, tasks/list and tasks/cancel are answered from it. The
+// connection declares the capability as its client did.
+func TestServerAskedTaskRunByMcpmux(t *testing.T) {
+	scripted := make(chan *scriptedServer, 1)
+	pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
+		ct, st := mcp.NewInMemoryTransports()
+		scripted <- newScriptedServer(t, st)
+		return ct
+	}})
+	t.Cleanup(func() { pool.Close(context.Background(), time.Second) })
+	cfg, ferr := config.ParseServer("x.yaml", []byte("name: x\ntool_command: mem\nsession: per-client\n"), nil)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	pool.Apply(context.Background(), []*config.Server{cfg}, time.Minute)
+	<-scripted // the probe connection that lists the tools
+	srv := pool.Get("x")
+
+	caller := &sampler{taskCaller: newTaskCaller("c"), asked: make(chan *mcp.CreateMessageWithToolsParams, 1)}
+	features := ClientFeatures{Sampling: true, SamplingTasks: true}
+	result := make(chan json.RawMessage, 1)
+	go func() {
+		raw, err := srv.CallTool(context.Background(), CallParams{Request: Request{Client: "c", Caller: caller, Features: features}, Params: &mcp.CallToolParams{Name: "async"}})
+		if err != nil {
+			t.Errorf("call: %v", err)
+		}
+		result <- raw
+	}()
+	s := <-scripted
+	if init := string(<-s.init); !strings.Contains(init, `"tasks":{"cancel":{},"list":{},"requests":{"sampling":{"createMessage":{}}}}`) {
+		t.Errorf("initialize %s, want the client's tasks capability declared", init)
+	}
+	call := <-s.in
+	for call.Method != "tools/call" {
+		call = <-s.in
+	}
+
+	created := s.ask("s1", "sampling/createMessage", `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5,"task":{"ttl":60000}}`)
+	task, ok := CreatedTask(created.Result)
+	if created.Error != nil || !ok || task.TTL != time.Minute {
+		t.Fatalf("sampling with a task: %s, %v; want a CreateTaskResult", created.Result, created.Error)
+	}
+	if p := <-caller.asked; p.MaxTokens != 5 || len(p.Messages) != 1 {
+		t.Errorf("the client was asked %+v", p)
+	}
+	res := s.ask("r1", "tasks/result", fmt.Sprintf(`{"taskId":%q}`, task.ID))
+	if res.Error != nil || !strings.Contains(string(res.Result), `"text":"sampled"`) || !strings.Contains(string(res.Result), `"io.modelcontextprotocol/related-task":{"taskId":"`+task.ID+`"}`) {
+		t.Errorf("tasks/result: %s, %v", res.Result, res.Error)
+	}
+	if got := s.ask("g1", "tasks/get", fmt.Sprintf(`{"taskId":%q}`, task.ID)); !strings.Contains(string(got.Result), `"status":"completed"`) {
+		t.Errorf("tasks/get: %s, %v", got.Result, got.Error)
+	}
+	if l := s.ask("l1", "tasks/list", `{}`); !strings.Contains(string(l.Result), task.ID) {
+		t.Errorf("tasks/list: %s, %v", l.Result, l.Error)
+	}
+	if c := s.ask("c1", "tasks/cancel", fmt.Sprintf(`{"taskId":%q}`, task.ID)); c.Error == nil {
+		t.Errorf("tasks/cancel of a completed task: %s, want an error", c.Result)
+	}
+	if u := s.ask("u1", "tasks/get", `{"taskId":"nope"}`); u.Error == nil {
+		t.Errorf("tasks/get of an unknown task: %s, want an error", u.Result)
+	}
+	// A plain sampling request is the SDK's, as ever.
+	if plain := s.ask("p1", "sampling/createMessage", `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":7}`); plain.Error != nil || !strings.Contains(string(plain.Result), "sampled") {
+		t.Errorf("plain sampling: %s, %v", plain.Result, plain.Error)
+	}
+	<-caller.asked
+	s.reply(call.ID, `{"content":[{"type":"text","text":"ok"}]}`)
+	if raw := <-result; textOf(t, raw) != "ok" {
+		t.Errorf("call result %s", raw)
+	}
+}
+
+// A connection whose client does not run tasks declares none, and leaves
+// the server's tasks/* to the go-sdk, which refuses them.
+func TestServerAskedTaskNotDeclared(t *testing.T) {
+	scripted := make(chan *scriptedServer, 2)
+	pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
+		ct, st := mcp.NewInMemoryTransports()
+		scripted <- newScriptedServer(t, st)
+		return ct
+	}})
+	t.Cleanup(func() { pool.Close(context.Background(), time.Second) })
+	cfg, _ := config.ParseServer("x.yaml", []byte("name: x\ntool_command: mem\nsession: per-client\n"), nil)
+	pool.Apply(context.Background(), []*config.Server{cfg}, time.Minute)
+	<-scripted
+	go func() {
+		_, _ = pool.Get("x").CallTool(context.Background(), CallParams{Request: Request{Client: "c", Caller: newTaskCaller("c"), Features: ClientFeatures{Sampling: true}}, Params: &mcp.CallToolParams{Name: "async"}})
+	}()
+	s := <-scripted
+	if init := string(<-s.init); strings.Contains(init, `"tasks"`) {
+		t.Errorf("initialize %s declares tasks", init)
+	}
+	if r := s.ask("g1", "tasks/get", `{"taskId":"x"}`); r.Error == nil || !strings.Contains(r.Error.Error(), "not") {
+		t.Errorf("tasks/get: %s, %v; want the SDK's refusal", r.Result, r.Error)
+	}
+}
+
+// takeEvents takes the events of requests mcpmux answers off a stream,
+// leaving their ids, and passes everything else on as it was.
+func TestTakeEvents(t *testing.T) {
+	in := "id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n" +
+		": keepalive\n\n" +
+		"id: 2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"tasks/get\",\"params\":{\"taskId\":\"t\"}}\n\n" +
+		"id: 3\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"k\",\"method\":\"sampling/createMessage\",\"params\":{}}\n\n" +
+		"id: 4\ndata: " + strings.Repeat("x", 3*maxCountedLine) + "\n\n" +
+		"retry: 5"
+	var taken []string
+	f := newTakeEvents(io.NopCloser(strings.NewReader(in)), func(m []byte) bool {
+		taken = append(taken, string(m))
+		return strings.Contains(string(m), "tasks/get")
+	})
+	out, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(in, "data: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"tasks/get\",\"params\":{\"taskId\":\"t\"}}\n", "", 1)
+	if string(out) != want {
+		t.Errorf("out:\n%q\nwant:\n%q", out, want)
+	}
+	if len(taken) != 2 || !strings.Contains(taken[1], "sampling/createMessage") {
+		t.Errorf("offered %q, want the two requests", taken)
+	}
+}
+
+// A client's tasks capability adds the task features of what it does.
+func TestFeaturesWithTasks(t *testing.T) {
+	both := json.RawMessage(`{"list":{},"requests":{"sampling":{"createMessage":{}},"elicitation":{"create":{}}}}`)
+	if f := (ClientFeatures{Sampling: true}).WithTasks(both); !f.SamplingTasks || f.ElicitationTasks {
+		t.Errorf("a sampling client: %s, want tasks.sampling only (it does not elicit)", f)
+	}
+	decoded := map[string]any{"requests": map[string]any{"elicitation": map[string]any{"create": map[string]any{}}}}
+	if f := (ClientFeatures{FormElicitation: true, Sampling: true}).WithTasks(decoded); f.SamplingTasks || !f.ElicitationTasks {
+		t.Errorf("decoded capability: %s, want tasks.elicitation only", f)
+	}
+	if f := (ClientFeatures{Sampling: true}).WithTasks(nil); f.SamplingTasks || f.tasksCapability() != nil {
+		t.Errorf("no tasks capability: %s", f)
+	}
+	if got := string(AllFeatures.tasksCapability()); got != `{"cancel":{},"list":{},"requests":{"elicitation":{"create":{}},"sampling":{"createMessage":{}}}}` {
+		t.Errorf("declared: %s", got)
 	}
 }

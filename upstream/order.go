@@ -99,6 +99,9 @@ type progressBodies struct {
 	// status receives each notifications/tasks/status message, which the
 	// go-sdk drops (mcptasks.go).
 	status func(message []byte)
+	// take, if set, takes the server's requests mcpmux answers itself off
+	// the streams (servertasks.go).
+	take func(message []byte) bool
 }
 
 func (t *progressBodies) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -107,6 +110,9 @@ func (t *progressBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body = &sseCounter{ReadCloser: resp.Body, gate: t.gate, status: t.status, watch: watch, resumed: resumed}
+		if t.take != nil {
+			resp.Body = newTakeEvents(resp.Body, t.take)
+		}
 	}
 	return resp, err
 }
