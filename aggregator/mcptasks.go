@@ -292,7 +292,9 @@ func (a *Aggregator) registerTaskMethods(p *profile) {
 			return a.taskMethod(ctx, method, &mcp.ServerRequest[*taskParams]{Session: ss, Params: params})
 		})
 		if err != nil {
-			panic(err) // a method the go-sdk has come to know: mcpmux must be updated
+			// Only for a method the go-sdk has come to know itself: mcpmux
+			// must then use its support instead.
+			panic(fmt.Sprintf("registering %s: %v", method, err))
 		}
 	}
 }
