@@ -557,3 +557,28 @@ func TestFeaturesWithTasks(t *testing.T) {
 		t.Errorf("declared: %s", got)
 	}
 }
+
+// BenchmarkTakeEvents measures what takeEvents adds to reading a stream of
+// tool results (1 KiB each) over Streamable HTTP, against reading it as
+// it is (sub-benchmark plain).
+func BenchmarkTakeEvents(b *testing.B) {
+	event := "id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"mcpmux-1\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"" + strings.Repeat("x", 1024) + "\"}]}}\n\n"
+	stream := strings.Repeat(event, 100)
+	for _, tc := range []struct {
+		name string
+		wrap func(io.ReadCloser) io.Reader
+	}{
+		{"plain", func(r io.ReadCloser) io.Reader { return struct{ io.Reader }{r} }},
+		{"takeEvents", func(r io.ReadCloser) io.Reader { return newTakeEvents(r, func([]byte) bool { return false }) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(stream)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := io.Copy(io.Discard, tc.wrap(io.NopCloser(strings.NewReader(stream)))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

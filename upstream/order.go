@@ -137,10 +137,13 @@ func isGatedEvent(line []byte) bool {
 	return false
 }
 
+// taskStatusData is in the data of a notifications/tasks/status.
+var taskStatusData = []byte(`"method":"` + taskStatusMethod + `"`)
+
 // isTaskStatusEvent reports whether an SSE line is the data of a
 // notifications/tasks/status (small: under maxCountedLine).
 func isTaskStatusEvent(line []byte) bool {
-	return bytes.HasPrefix(line, []byte("data:")) && bytes.Contains(line, []byte(`"method":"`+taskStatusMethod+`"`))
+	return bytes.HasPrefix(line, []byte("data:")) && bytes.Contains(line, taskStatusData)
 }
 
 type sseCounter struct {

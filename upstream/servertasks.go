@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -393,7 +392,8 @@ type takeEvents struct {
 	c    io.Closer
 	take func(message []byte) bool
 
-	out     []byte
+	out     []byte // to be read from f.read on
+	read    int
 	err     error
 	state   int    // of the current event
 	held    []byte // its lines so far, while undecided or holding
@@ -413,14 +413,15 @@ func newTakeEvents(body io.ReadCloser, take func([]byte) bool) *takeEvents {
 func (f *takeEvents) Close() error { return f.c.Close() }
 
 func (f *takeEvents) Read(p []byte) (int, error) {
-	for len(f.out) == 0 {
+	for f.read == len(f.out) {
 		if f.err != nil {
 			return 0, f.err
 		}
+		f.out, f.read = f.out[:0], 0 // its array serves again
 		f.step()
 	}
-	n := copy(p, f.out)
-	f.out = f.out[n:]
+	n := copy(p, f.out[f.read:])
+	f.read += n
 	return n, nil
 }
 
@@ -489,14 +490,18 @@ func (f *takeEvents) endEvent(blank []byte) {
 	f.state = eventUndecided
 }
 
-// takenMethods start the data of a request mcpmux may answer itself.
-var takenMethods = []string{`"method":"sampling/createMessage"`, `"method":"elicitation/create"`, `"method":"tasks/`}
+// takenMethods start the data of a request mcpmux may answer itself;
+// spacedMethod, JSON written with spaces, which is looked at closer.
+var (
+	takenMethods = [][]byte{[]byte(`"method":"sampling/createMessage"`), []byte(`"method":"elicitation/create"`), []byte(`"method":"tasks/`)}
+	spacedMethod = []byte(`"method": "`)
+)
 
 func mayTake(firstData []byte) bool {
 	for _, m := range takenMethods {
-		if bytes.Contains(firstData, []byte(m)) {
+		if bytes.Contains(firstData, m) {
 			return true
 		}
 	}
-	return strings.Contains(string(firstData), `"method": "`) // spaced JSON: look closer
+	return bytes.Contains(firstData, spacedMethod)
 }
