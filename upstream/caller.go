@@ -99,8 +99,8 @@ func (c *conn) detach(r *inflight) {
 }
 
 // progressLinger is how long a finished request's progress token is still
-// routed.
-const progressLinger = 2 * time.Second
+// routed; tests shorten it.
+var progressLinger = 2 * time.Second
 
 var (
 	errNoCaller  = errors.New("mcpmux forwards this request only while a client's call is running on the server")

@@ -162,12 +162,17 @@ func textOf(t *testing.T, raw json.RawMessage) string {
 // notifications and what it asks reach the caller that created it, on a
 // shared connection where another client has a call running.
 func TestTaskAugmentedCallPassesThrough(t *testing.T) {
+	linger := progressLinger
+	progressLinger = time.Millisecond // the task's progress comes later
+	t.Cleanup(func() { progressLinger = linger })
 	s := newTaskServer()
 	srv := s.pool(t, "")
 	ctx := context.Background()
 	owner, other := newTaskCaller("owner"), newTaskCaller("other")
+	progress := make(chan string, 10)
 
-	raw, err := srv.CallTool(ctx, CallParams{Request: Request{Caller: owner}, Params: &mcp.CallToolParams{Name: "work", Arguments: json.RawMessage(`{"ask":true}`)}, Task: json.RawMessage(`{"ttl":60000}`)})
+	raw, err := srv.CallTool(ctx, CallParams{Request: Request{Caller: owner}, Params: &mcp.CallToolParams{Name: "work", Arguments: json.RawMessage(`{"ask":true}`)}, Task: json.RawMessage(`{"ttl":60000}`),
+		Progress: func(_ context.Context, p *mcp.ProgressNotificationParams) { progress <- p.Message }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +218,14 @@ func TestTaskAugmentedCallPassesThrough(t *testing.T) {
 		t.Errorf("task result %s lacks its related-task _meta", raw)
 	}
 	owner.waitStatus(t, "completed")
+	select {
+	case m := <-progress:
+		if m != "half" {
+			t.Errorf("progress %q", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the task's progress, sent after its call ended, did not reach the caller")
+	}
 	if err := <-otherDone; err != nil {
 		t.Errorf("the other client's call: %v", err)
 	}
