@@ -644,3 +644,17 @@ func TestElicitationKeepsItsMode(t *testing.T) {
 		}
 	}
 }
+
+// A call mcpmux makes itself (mcpmux__call_tool, a fallback) is plain,
+// also when the client's own call was task-augmented: it gets a result,
+// and mcpmux runs a task-required tool as a task for it.
+func TestDerivedCallsArePlain(t *testing.T) {
+	f := newTaskFixture(t)
+	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, allMetaTools, nil)
+	c, _ := stdioClient(t, h.agg, DefaultProfile, clientWithTasks)
+	f.Release()
+	res := c.mustCall("tools/call", map[string]any{"name": "mcpmux__call_tool", "arguments": map[string]any{"name": "t__work", "arguments": map[string]any{}}, "task": map[string]any{}})
+	if !strings.Contains(string(res), "done for nobody") {
+		t.Errorf("task-augmented mcpmux__call_tool: %s, want the tool's result", res)
+	}
+}

@@ -69,6 +69,7 @@ func (c *toolCall) derive(name string, args json.RawMessage) *toolCall {
 	d := *c
 	d.name, d.args = name, args
 	d.rec = c.rec.Derived()
+	d.augment = nil // mcpmux's own call, answered with a result: it runs a task-required tool itself
 	return &d
 }
 
