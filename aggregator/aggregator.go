@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -70,6 +71,10 @@ type Aggregator struct {
 	current  atomic.Pointer[config.Settings] // settings for the call path, which must not take mu
 	catalog  *Catalog
 	profiles map[string]*profile
+
+	tasks     taskRegistry  // each client session's tasks (mcptasks.go)
+	stdioOuts sync.Map      // *mcp.ServerSession → *stdioOut: stdout of a stdio session (taskfront.go)
+	streams   clientStreams // open GET streams of HTTP sessions (taskfront.go)
 
 	events   *mcp.MemoryEventStore // for HTTP clients to resume dropped streams
 	watched  sync.Map              // *mcp.ServerSession → struct{}: sessions whose per-client connections go when they end
@@ -263,7 +268,8 @@ func (a *Aggregator) newProfile(name string) *profile {
 		SupportedProtocolVersions: statefulVersions(),
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers)
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	a.registerTaskMethods(p)
+	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 
@@ -364,7 +370,8 @@ func (a *Aggregator) RunStdio(ctx context.Context, profileName string) error {
 	if s == nil {
 		return fmt.Errorf("unknown profile %q", profileName)
 	}
-	return s.Run(ctx, &mcp.StdioTransport{})
+	// As s.Run with mcp.StdioTransport, with the seams of tasks.
+	return a.serveStdio(ctx, s, os.Stdin, os.Stdout)
 }
 
 // needsCatalog reports whether answering method depends on the catalog.

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/tasktest"
 	"github.com/mcpmux/mcpmux/rewrite"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -86,7 +87,8 @@ func newHarness(t testing.TB, servers map[string]*mcp.Server, settingsYAML strin
 				return nil // falls through to starting "in-memory", which fails
 			}
 			ct, st := mcp.NewInMemoryTransports()
-			if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+			// Wrapped, for fixtures that run tools as tasks (tasktest).
+			if _, err := srv.Connect(context.Background(), tasktest.Wrap(srv, st), nil); err != nil {
 				t.Errorf("connecting fixture %s: %v", cfg.Name, err)
 			}
 			return ct

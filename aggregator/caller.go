@@ -4,6 +4,7 @@ package aggregator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -21,15 +22,16 @@ type sessionCaller struct {
 	ss        *mcp.ServerSession
 	id        string
 	stateless bool // no session: requests to the client are refused
+	a         *Aggregator
 }
 
 var _ upstream.Caller = (*sessionCaller)(nil)
 
-func newCaller(ctx context.Context, ss *mcp.ServerSession, stateless bool) upstream.Caller {
+func (a *Aggregator) newCaller(ctx context.Context, ss *mcp.ServerSession) upstream.Caller {
 	if ss == nil {
 		return nil
 	}
-	return &sessionCaller{ctx: ctx, ss: ss, id: sessionKey(ss), stateless: stateless}
+	return &sessionCaller{ctx: ctx, ss: ss, id: sessionKey(ss), stateless: a.stateless, a: a}
 }
 
 // errStateless is why a stateless front asks its clients nothing: the
@@ -74,6 +76,7 @@ func (c *sessionCaller) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.E
 		return nil, errStateless
 	}
 	ctx, answer := withElicitAnswer(c.reqCtx(ctx))
+	answer.modeless = p.Mode == ""
 	res, err := c.ss.Elicit(ctx, p) // the SDK checks the client's elicitation modes
 	if answer.res != nil {
 		return answer.res, nil
@@ -82,7 +85,12 @@ func (c *sessionCaller) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.E
 }
 
 // elicitAnswer holds a client's answer to an elicitation as it came.
-type elicitAnswer struct{ res *mcp.ElicitResult }
+// modeless says the server's request had no mode, which the SDK fills in
+// (form or url, from the other fields) and the client must not get.
+type elicitAnswer struct {
+	res      *mcp.ElicitResult
+	modeless bool
+}
 
 type elicitAnswerKey struct{}
 
@@ -93,11 +101,18 @@ func withElicitAnswer(ctx context.Context) (context.Context, *elicitAnswer) {
 
 // keepElicitAnswers is sending middleware of the profiles' servers: it
 // keeps a copy of the client's answer to elicitation/create before the
-// SDK changes it (see Elicit).
+// SDK changes it (see Elicit), and sends the request without the mode the
+// SDK filled in where the server sent none.
 func keepElicitAnswers(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		a, elicits := ctx.Value(elicitAnswerKey{}).(*elicitAnswer)
+		if p, ok := req.GetParams().(*mcp.ElicitParams); elicits && ok && a.modeless && p != nil {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				req = &mcp.ServerRequest[*modelessElicit]{Session: ss, Params: &modelessElicit{p: p}}
+			}
+		}
 		res, err := next(ctx, method, req)
-		if a, ok := ctx.Value(elicitAnswerKey{}).(*elicitAnswer); ok && err == nil {
+		if elicits && err == nil {
 			if r, ok := res.(*mcp.ElicitResult); ok {
 				kept := *r
 				kept.Content = maps.Clone(r.Content)
@@ -106,6 +121,20 @@ func keepElicitAnswers(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// modelessElicit are elicitation params sent without their mode.
+type modelessElicit struct {
+	mcp.ParamsBase
+	p *mcp.ElicitParams
+}
+
+func (m *modelessElicit) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(m.p)
+	if err != nil {
+		return nil, err
+	}
+	return withoutField(b, "mode")
 }
 
 func (c *sessionCaller) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
@@ -123,6 +152,16 @@ func (c *sessionCaller) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (
 // the client set with logging/setLevel (none before it sets one).
 func (c *sessionCaller) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
 	_ = c.ss.Log(c.reqCtx(ctx), p)
+}
+
+// TaskStatus sends the client a server's notifications/tasks/status about
+// one of its tasks, which the go-sdk cannot send: see taskfront.go. Over
+// HTTP it goes on the session's GET stream, if the client has one open;
+// else it is not sent, which the spec allows (clients poll tasks/get).
+func (c *sessionCaller) TaskStatus(_ context.Context, params json.RawMessage) {
+	if !c.a.notifyClient(c.ss, "notifications/tasks/status", params) {
+		c.a.log.Debug("task status not sent: the client has no open stream", "session", c.id)
+	}
 }
 
 // sessionKey identifies a client session: its HTTP session id, or, on

@@ -86,6 +86,12 @@ type Entry struct {
 	// meta is set for mcpmux's own meta tools (meta.go), which no server
 	// serves.
 	meta metaHandler
+
+	// taskSupport is the tool's execution.taskSupport; plainListed, for a
+	// task-required tool, its listing for clients without tasks (see
+	// mcptasks.go).
+	taskSupport string
+	plainListed json.RawMessage
 }
 
 // Catalog is an immutable index of every tool of every server. It is
@@ -117,6 +123,7 @@ type encodedTool struct {
 	output json.RawMessage // output schema; nil if none or not encodable
 	raw    json.RawMessage // as the server listed it; nil if unknown
 	sum    [sha256.Size]byte
+	tasks  string // execution.taskSupport as listed
 }
 
 // encodeTool encodes t, listed by the server as raw (may be nil), once for
@@ -140,6 +147,7 @@ func encodeTool(t *mcp.Tool, raw json.RawMessage) *encodedTool {
 		}
 	}
 	en.raw = raw
+	en.tasks = taskSupportOf(raw)
 	h := sha256.New()
 	if raw != nil {
 		h.Write(raw) // all of it: fields the decoded t lacks too
@@ -224,6 +232,7 @@ func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalo
 			c.encoded[t] = en
 			e := &Entry{Name: name, Server: s.Name, Tool: t.Name, Def: exposedDef(t, name, en), order: listOrder{rank[s.Name], i}}
 			e.listed = listedAs(en.raw, "name", name, e.Def)
+			e.setTaskListing(en.tasks)
 			e.hash = en.hash(name, s.Name, t.Name)
 			c.byName[name] = e
 			c.entries = append(c.entries, e)

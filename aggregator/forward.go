@@ -50,6 +50,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 		Progress:     progressTo(ctx, c),
 		StreamClosed: closeClientStream(c.extra),
 	}
+	cp.Task, cp.RunTask = a.taskMode(c, e) // MCP tasks (mcptasks.go)
 	start := time.Now()
 	running := a.metrics.StartCall(e.Server, e.Tool)
 	raw, err := srv.CallTool(cctx, cp)

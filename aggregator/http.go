@@ -92,6 +92,7 @@ func (a *Aggregator) serveMCP(w http.ResponseWriter, r *http.Request, o *HTTPOpt
 	if !ok {
 		return
 	}
+	body = liftBody(r, body) // fields of tasks the go-sdk would drop (taskfront.go)
 	// Nothing more is read from the client for this request: a read
 	// deadline now would cancel a long tool call's response stream (the
 	// server's background read would time out).
@@ -124,7 +125,15 @@ func (a *Aggregator) serveMCP(w http.ResponseWriter, r *http.Request, o *HTTPOpt
 	}
 	sw := newSSEWriter(w)
 	defer sw.finish()
-	p.httpHandler(a, o).ServeHTTP(sw, r)
+	var rw http.ResponseWriter = sw
+	if id := r.Header.Get(sessionIDHeader); r.Method == http.MethodGet && id != "" && !a.stateless {
+		// A session's event stream: where mcpmux sends it what the SDK
+		// cannot (taskfront.go).
+		var done func()
+		rw, done = a.streams.track(id, sw)
+		defer done()
+	}
+	p.httpHandler(a, o).ServeHTTP(rw, r)
 }
 
 // sessionIDHeader is the Streamable HTTP session header.

@@ -37,7 +37,7 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if cursor == "" {
 					a.recordCatalog(p, r, v, tools)
 				}
-				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, func(e *Entry) json.RawMessage { return e.listed })
+				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, a.toolListing(r.Session))
 				if err != nil {
 					return nil, err
 				}

@@ -76,7 +76,7 @@ func guard(f func(), onErr func(error)) (err error) {
 
 // request builds the upstream request context of a client request.
 func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, task string) upstream.Request {
-	r := upstream.Request{Task: task, Caller: newCaller(ctx, ss, a.stateless), Features: sessionFeatures(ss)}
+	r := upstream.Request{Task: task, Caller: a.newCaller(ctx, ss), Features: sessionFeatures(ss)}
 	if srv.Config().PerClient() {
 		r.Client = a.clientID(ss)
 	}
@@ -94,7 +94,8 @@ func sessionFeatures(ss *mcp.ServerSession) upstream.ClientFeatures {
 	if p == nil || p.Capabilities == nil {
 		return upstream.ClientFeatures{}
 	}
-	return upstream.FeaturesOf(p.Capabilities)
+	// Its tasks capability, which the SDK drops, was lifted (taskfront.go).
+	return upstream.FeaturesOf(p.Capabilities).WithTasks(p.Meta[clientTasksKey])
 }
 
 // mapRPCError maps the server's name (or URI) of an item in a server's

@@ -46,6 +46,10 @@ type toolCall struct {
 	extra   *mcp.RequestExtra
 	task    string        // the caller's task (taskOf)
 	rec     *journal.Call // the journal's record of the client's call; nil without a journal
+	// augment is the client's params.task (MCP tasks, mcptasks.go): the
+	// call is task-augmented. Not to be confused with task, the caller's
+	// task id of mcpmux's journal and per-client environments.
+	augment json.RawMessage
 }
 
 // newToolCall describes a client's tools/call request.
@@ -54,6 +58,7 @@ func (a *Aggregator) newToolCall(req *mcp.CallToolRequest) *toolCall {
 	if req.Params != nil {
 		c.name, c.args, c.meta = req.Params.Name, req.Params.Arguments, req.Params.Meta
 	}
+	c.meta, c.augment = takeAugment(c.meta)
 	c.task = a.taskOf(c.meta, c.extra)
 	return c
 }
@@ -64,6 +69,7 @@ func (c *toolCall) derive(name string, args json.RawMessage) *toolCall {
 	d := *c
 	d.name, d.args = name, args
 	d.rec = c.rec.Derived()
+	d.augment = nil // mcpmux's own call, answered with a result: it runs a task-required tool itself
 	return &d
 }
 
@@ -108,6 +114,9 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	}
 	// 3. Run.
 	res := a.run(ctx, p, c, e)
+	if a.taskCreated(p, c, e, res) {
+		return res // a CreateTaskResult: what follows applies to the task's result (mcptasks.go)
+	}
 	// 4. Unknown-tool retry.
 	res = a.retryElsewhere(ctx, p, c, e, res)
 	// 5. Rules after: decoded only for rules that may act on it.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/tasktest"
 )
 
 // conformanceFixture is a server in the style of the conformance suite's
@@ -180,8 +182,24 @@ func conformanceFixture() *mcp.Server {
 	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return content(&mcp.TextContent{Text: "JSON Schema 2020-12 tool called with: " + string(req.Params.Arguments)}), nil
 	})
-	// Part B of issue 15 (tasks) adds its task-required tool here:
-	// test_task_required, with execution.taskSupport "required".
+	// A tool that must be called as a task (MCP 2025-11-25), which the
+	// go-sdk cannot serve by itself: internal/tasktest runs it. The task
+	// asks the client to confirm, through tasks/result (the task is
+	// input_required meanwhile), and answers with what it got.
+	tasktest.Install(s).AddTool(s, &mcp.Tool{Name: "test_task_required", Description: "Tests a tool that must be called as a task (execution.taskSupport required): it asks the client to confirm, then completes", InputSchema: textSchema("message")}, "required",
+		func(ctx context.Context, c *tasktest.Call) (*mcp.CallToolResult, error) {
+			var args struct{ Message string }
+			_ = json.Unmarshal(c.Args, &args)
+			res, err := c.Elicit(ctx, &mcp.ElicitParams{
+				Message:         "Confirm the task: " + args.Message,
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"confirm": map[string]any{"type": "boolean", "description": "Go on?"}}},
+			})
+			if err != nil {
+				return nil, err
+			}
+			b, _ := json.Marshal(res.Content)
+			return textResult("Task completed: message=%q, confirmation: action=%s, content=%s", args.Message, res.Action, b), nil
+		})
 
 	text := func(uri, mime, body string) mcp.ResourceHandler {
 		return func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -335,7 +353,7 @@ func conformanceHTTP(t *testing.T) string {
 		EventStore: lossyEvents{mcp.NewMemoryEventStore(nil)},
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
+	mux.Handle("/mcp", tasktest.Handler(h)) // keeps a task-augmented call's task
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"

@@ -17,18 +17,24 @@ import (
 // TestServerEverythingAnswersMatch compares every answer of
 // server-everything directly and through mcpmux, as JSON, field by field
 // and in order: the same requests from the same client, which declares
-// either sampling, elicitation and roots, or nothing. Through mcpmux the
-// server runs with a shared connection and with a per-client one.
+// sampling, elicitation and roots, those and tasks, or nothing. Through
+// mcpmux the server runs with a shared connection and with a per-client
+// one.
 //
 // Left out are the tools whose answers cannot match between two runs
 // (get-env shows each process's environment, gzip-file-as-resource fetches
-// from the network, the toggle-* tools start timers), and the task tools
-// (simulate-research-query and the *-async ones), whose calls are part B
-// of issue 15's.
+// from the network, the toggle-* tools start timers). The task tool,
+// simulate-research-query, is called as a task by the client that declares
+// tasks (with and without a question to the client during tasks/result),
+// and plainly by the others, for whom mcpmux runs it as a task (directly,
+// they get an error). The *-async tools are listed only to the client
+// that declares it runs the server's sampling and elicitation requests as
+// tasks (tasks.requests): directly it runs them, through mcpmux mcpmux
+// does and asks it plainly, and the server sees the same.
 func TestServerEverythingAnswersMatch(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(nodeBin, "mcp-server-everything")
-	for _, caps := range []bool{true, false} {
+	for _, caps := range []rawCaps{{host: true}, {}, {host: true, tasks: true}} {
 		for _, session := range []string{"shared", "per-client"} {
 			t.Run(fmt.Sprintf("capabilities=%v/%s", caps, session), func(t *testing.T) {
 				t.Parallel()
@@ -58,6 +64,14 @@ func TestServerEverythingAnswersMatch(t *testing.T) {
 				d := everythingAnswers(t, direct, "")
 				v := everythingAnswers(t, via, "x__")
 				compareAnswers(t, d, v)
+				if !caps.tasks {
+					// Through mcpmux the plain call works (directly it is refused).
+					for _, a := range v {
+						if a.key == plainResearch && !strings.Contains(string(a.json), "# Research Report: python") {
+							t.Errorf("%s through mcpmux: %s, want the research report", a.key, a.json)
+						}
+					}
+				}
 			})
 		}
 	}
@@ -68,7 +82,9 @@ func TestServerEverythingAnswersMatch(t *testing.T) {
 // they bring) shrinks these lists.
 var (
 	// expectedAnswerDiffs are whole answers that differ.
-	expectedAnswerDiffs = map[string]string{}
+	expectedAnswerDiffs = map[string]string{
+		plainResearch: "for a client without tasks, mcpmux runs a task-required tool as a task: directly the call is refused",
+	}
 	// droppedFields are fields mcpmux does not pass on yet; they are left
 	// out of both sides before comparing.
 	droppedFields = map[string]string{}
@@ -84,8 +100,13 @@ type answer struct {
 	json json.RawMessage
 }
 
+// plainResearch is the answer key of a plain call of the task-required
+// simulate-research-query.
+const plainResearch = "tools/call simulate-research-query (plain)"
+
 // everythingAnswers makes the same requests of server-everything on c,
-// with names prefixed by prefix, and returns the answers in order.
+// with names prefixed by prefix (direct: none), and returns the answers in
+// order.
 func everythingAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 	t.Helper()
 	var out []answer
@@ -116,11 +137,28 @@ func everythingAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 		return all
 	}
 	names := map[string]bool{}
-	for _, tool := range list("tools/list", "tools") {
-		var def struct{ Name string }
+	tools := list("tools/list", "tools")
+	for i, tool := range tools {
+		var def struct {
+			Name      string
+			Execution struct{ TaskSupport string }
+		}
 		_ = json.Unmarshal(tool, &def)
 		names[strings.TrimPrefix(def.Name, prefix)] = true
+		if def.Execution.TaskSupport == "required" && !c.caps.tasks {
+			// To a client without tasks, mcpmux lists a task-required tool
+			// without its execution (it runs the tool as a task for it).
+			if prefix != "" {
+				t.Errorf("%s is listed to a client without tasks with its execution", def.Name)
+			}
+			var m map[string]json.RawMessage
+			_ = json.Unmarshal(tool, &m)
+			delete(m, "execution")
+			tools[i], _ = json.Marshal(m)
+		}
 	}
+	b, _ := json.Marshal(tools)
+	out[len(out)-1] = answer{"tools/list", normalizeAnswer(b, prefix)}
 	list("prompts/list", "prompts")
 	resources := list("resources/list", "resources")
 	list("resources/templates/list", "resourceTemplates")
@@ -147,6 +185,10 @@ func everythingAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 	call("trigger-sampling-request", map[string]any{"prompt": "tell a joke", "maxTokens": 20})
 	call("trigger-elicitation-request", map[string]any{})
 	call("trigger-url-elicitation", map[string]any{"url": "https://example.com/login"})
+	// Listed only to a client that runs the server's sampling or
+	// elicitation requests as tasks; through mcpmux, mcpmux runs them.
+	call("trigger-sampling-request-async", map[string]any{"prompt": "tell a joke", "maxTokens": 20})
+	call("trigger-elicitation-request-async", map[string]any{})
 	if names["trigger-long-running-operation"] {
 		c.notifications()
 		res := c.call("tools/call", map[string]any{"name": prefix + "trigger-long-running-operation", "arguments": map[string]any{"duration": 0.3, "steps": 3}, "_meta": map[string]any{"progressToken": "client-token-7"}})
@@ -163,6 +205,20 @@ func everythingAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 		}
 		b, _ := json.Marshal(progress)
 		add("progress of trigger-long-running-operation", b)
+	}
+
+	if names["simulate-research-query"] {
+		if c.caps.tasks {
+			out = append(out, researchTaskAnswers(t, c, prefix)...)
+		} else {
+			add(plainResearch, c.call("tools/call", map[string]any{"name": prefix + "simulate-research-query", "arguments": map[string]any{"topic": "python", "ambiguous": true}}))
+			for _, n := range c.notifications() {
+				if strings.Contains(string(n), "notifications/tasks/status") {
+					t.Errorf("a client without tasks was sent %s", n)
+				}
+			}
+			c.requests()
+		}
 	}
 
 	for _, p := range []struct {
@@ -207,6 +263,83 @@ func everythingAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 	return out
 }
 
+// researchTaskAnswers runs simulate-research-query as a task twice, as a
+// client with tasks does: without and with a question to the client
+// (ambiguous), which the server asks during tasks/result. Answers that
+// depend on timing (a running task's status message) are cut to what does
+// not.
+func researchTaskAnswers(t *testing.T, c *rawClient, prefix string) []answer {
+	t.Helper()
+	var out []answer
+	add := func(key string, raw json.RawMessage) {
+		out = append(out, answer{key, normalizeAnswer(raw, prefix)})
+	}
+	running := func(raw json.RawMessage) json.RawMessage {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &m)
+		delete(m, "statusMessage")
+		delete(m, "lastUpdatedAt")
+		b, _ := json.Marshal(m)
+		return b
+	}
+	c.notifications()
+	c.requests()
+	for _, ambiguous := range []bool{false, true} {
+		key := fmt.Sprintf("simulate-research-query task (ambiguous=%v)", ambiguous)
+		created := c.call("tools/call", map[string]any{"name": prefix + "simulate-research-query", "arguments": map[string]any{"topic": "python", "ambiguous": ambiguous}, "task": map[string]any{"ttl": 60000}})
+		var cr struct {
+			Task map[string]json.RawMessage `json:"task"`
+		}
+		if err := json.Unmarshal(created, &cr); err != nil || cr.Task == nil {
+			t.Fatalf("%s: %s, want a CreateTaskResult", key, created)
+		}
+		var id string
+		_ = json.Unmarshal(cr.Task["taskId"], &id)
+		b, _ := json.Marshal(map[string]json.RawMessage{"task": running(mustMarshal(cr.Task))})
+		add(key+": tools/call", b)
+		if !ambiguous {
+			add(key+": tasks/get while running", running(c.call("tasks/get", map[string]any{"taskId": id})))
+		}
+		add(key+": tasks/result", c.call("tasks/result", map[string]any{"taskId": id}))
+		var asked []map[string]json.RawMessage
+		for _, r := range c.requests() {
+			var m map[string]json.RawMessage
+			_ = json.Unmarshal(r, &m)
+			delete(m, "id") // each hop numbers its own
+			asked = append(asked, m)
+		}
+		add(key+": requests of the server during tasks/result", mustMarshal(asked))
+		add(key+": tasks/get when over", c.call("tasks/get", map[string]any{"taskId": id}))
+		add(key+": tasks/cancel when over", c.call("tasks/cancel", map[string]any{"taskId": id}))
+		var statuses []json.RawMessage
+		for _, n := range c.notifications() {
+			var m struct {
+				Method string
+				Params json.RawMessage
+			}
+			if json.Unmarshal(n, &m) == nil && m.Method == "notifications/tasks/status" {
+				statuses = append(statuses, m.Params)
+			}
+		}
+		b, _ = json.Marshal(statuses)
+		add(key+": notifications/tasks/status", b)
+	}
+	add("tasks/list", c.call("tasks/list", map[string]any{}))
+	// A task id the session does not have: mcpmux answers, with the code a
+	// server answers with and a message of its own.
+	var unknown struct {
+		Error struct{ Code int }
+	}
+	_ = json.Unmarshal(c.call("tasks/get", map[string]any{"taskId": "no-such-task"}), &unknown)
+	add("tasks/get of an unknown task: error code", mustMarshal(unknown.Error.Code))
+	return out
+}
+
+func mustMarshal(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
 // normalizeAnswer makes an answer comparable: names through mcpmux lose
 // their prefix, clocks and random ids are masked (in blobs too), the cache
 // fields the go-sdk writes out with the spec's defaults (ttlMs 0,
@@ -225,12 +358,19 @@ func normalizeAnswer(raw json.RawMessage, prefix string) json.RawMessage {
 	v = normalizeValue(v)
 	b, _ := json.Marshal(v)
 	b = uuidRE.ReplaceAll(b, []byte("UUID"))
+	b = taskIDRE.ReplaceAll(b, []byte("TASKID"))
+	b = isoTimeRE.ReplaceAll(b, []byte("TIMESTAMP"))
 	return clockRE.ReplaceAll(b, []byte("HH:MM:SS"))
 }
 
 // uuidRE matches the random ids a server makes up per call (elicitation
-// ids), which differ between two runs.
-var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+// ids), which differ between two runs; taskIDRE, server-everything's task
+// ids; isoTimeRE, the times of a task.
+var (
+	uuidRE    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	taskIDRE  = regexp.MustCompile(`\b([0-9a-f]{32}|[A-Z2-7]{26})\b`)
+	isoTimeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+)
 
 func normalizeValue(v any) any {
 	switch x := v.(type) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/tasktest"
 )
 
 // The e2e test binary doubles as the fixture tool servers: started with
@@ -46,7 +48,10 @@ func runFixture(mode string) int {
 		fmt.Fprintf(os.Stderr, "fixture: unknown mode %q\n", mode)
 		return 2
 	}
-	if err := mk().Run(context.Background(), &mcp.StdioTransport{}); err != nil && !strings.Contains(err.Error(), "EOF") {
+	s := mk()
+	// Wrapped for the conformance fixture's tasks (tasktest); a server
+	// without tasks is as it was.
+	if err := s.Run(context.Background(), tasktest.Wrap(s, &mcp.StdioTransport{})); err != nil && !strings.Contains(err.Error(), "EOF") {
 		fmt.Fprintln(os.Stderr, "fixture:", err)
 		return 1
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,10 +16,10 @@ import (
 // messages, so that what an SDK would drop or fill in (an absent field, a
 // field set to false) shows. It answers the server's requests like a host
 // with the capabilities it declared: sampling, elicitation (form and URL)
-// and roots, or none.
+// and roots, or none; and it may declare tasks.
 type rawClient struct {
 	t      *testing.T
-	caps   bool // declares sampling, elicitation and roots
+	caps   rawCaps
 	stdin  io.WriteCloser
 	proc   *exec.Cmd
 	writeM sync.Mutex
@@ -27,7 +28,27 @@ type rawClient struct {
 	nextID  int
 	waiting map[int]chan rawReply
 	notes   []json.RawMessage // notifications, in order
+	asked   []json.RawMessage // the server's requests, in order
+	tasks   map[string]any    // the results of the tasks it ran for the server, by id
 	done    chan struct{}     // closed when stdout ends
+}
+
+// rawCaps are the capabilities a rawClient declares.
+type rawCaps struct {
+	host bool // sampling, elicitation and roots
+	// tasks: it calls tools as tasks, and runs the server's sampling and
+	// elicitation requests as tasks when asked (tasks.requests)
+	tasks bool
+}
+
+func (c rawCaps) String() string {
+	switch {
+	case c.tasks:
+		return "host+tasks"
+	case c.host:
+		return "host"
+	}
+	return "none"
 }
 
 type rawReply struct {
@@ -37,7 +58,7 @@ type rawReply struct {
 
 // startRawClient starts cmd and initializes a session on protocol
 // 2025-11-25, after before (if not nil) returns.
-func startRawClient(t *testing.T, cmd *exec.Cmd, caps bool, before func()) (*rawClient, json.RawMessage) {
+func startRawClient(t *testing.T, cmd *exec.Cmd, caps rawCaps, before func()) (*rawClient, json.RawMessage) {
 	t.Helper()
 	c := &rawClient{t: t, caps: caps, proc: cmd, waiting: map[int]chan rawReply{}, done: make(chan struct{})}
 	var err error
@@ -68,7 +89,10 @@ func startRawClient(t *testing.T, cmd *exec.Cmd, caps bool, before func()) (*raw
 		before()
 	}
 	capabilities := `{}`
-	if caps {
+	switch {
+	case caps.tasks:
+		capabilities = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}},"tasks":{"list":{},"cancel":{},"requests":{"sampling":{"createMessage":{}},"elicitation":{"create":{}}}}}`
+	case caps.host:
 		capabilities = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`
 	}
 	init := c.call("initialize", json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"1"}}`))
@@ -115,6 +139,9 @@ func (c *rawClient) dispatch(line []byte) {
 	}
 	switch {
 	case msg.Method != "" && len(msg.ID) > 0:
+		c.mu.Lock()
+		c.asked = append(c.asked, append(json.RawMessage(nil), line...))
+		c.mu.Unlock()
 		c.answer(msg.ID, msg.Method, msg.Params)
 	case msg.Method != "":
 		c.mu.Lock()
@@ -138,15 +165,26 @@ func (c *rawClient) dispatch(line []byte) {
 // answer replies to a request of the server as a host would.
 func (c *rawClient) answer(id json.RawMessage, method string, params json.RawMessage) {
 	reply := map[string]any{"jsonrpc": "2.0", "id": id}
+	if !c.caps.tasks || !c.answerTask(reply, method, params) {
+		c.reply(reply, method, params)
+	}
+	c.write(reply)
+}
+
+// reply sets reply's result or error for a request of the server.
+func (c *rawClient) reply(reply map[string]any, method string, params json.RawMessage) {
 	switch {
 	case method == "ping":
 		reply["result"] = map[string]any{}
-	case !c.caps:
+	case !c.caps.host:
 		reply["error"] = map[string]any{"code": -32601, "message": "Method not found: " + method}
 	case method == "roots/list":
 		reply["result"] = map[string]any{"roots": []any{map[string]any{"uri": "file:///work/project", "name": "project"}}}
 	case method == "sampling/createMessage":
-		reply["result"] = map[string]any{"role": "assistant", "model": "test-model", "content": map[string]any{"type": "text", "text": "sampled"}}
+		// The content's fields in the order hosts write them (and the
+		// go-sdk, which re-encodes a sampling result on its way through
+		// mcpmux): the async sampling tool prints the result it got.
+		reply["result"] = map[string]any{"role": "assistant", "model": "test-model", "content": json.RawMessage(`{"type":"text","text":"sampled"}`)}
 	case method == "elicitation/create":
 		var p struct {
 			Mode string `json:"mode"`
@@ -161,7 +199,63 @@ func (c *rawClient) answer(id json.RawMessage, method string, params json.RawMes
 	default:
 		reply["error"] = map[string]any{"code": -32601, "message": "Method not found: " + method}
 	}
-	c.write(reply)
+}
+
+// answerTask answers, for a client that runs them, the server's request
+// augmented with a task and its tasks/* requests: the task is run at once,
+// and reported completed from the first tasks/get. It reports whether the
+// request was one of those.
+func (c *rawClient) answerTask(reply map[string]any, method string, params json.RawMessage) bool {
+	var p struct {
+		Task   json.RawMessage `json:"task"`
+		TaskID string          `json:"taskId"`
+	}
+	_ = json.Unmarshal(params, &p)
+	state := func(id, status string) map[string]any {
+		return map[string]any{"taskId": id, "status": status, "ttl": 60000, "pollInterval": 1000, "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:30:00Z"}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch method {
+	case "sampling/createMessage", "elicitation/create":
+		if len(p.Task) == 0 {
+			return false
+		}
+		id := rand.Text()
+		var sub map[string]any
+		c.mu.Unlock()
+		c.answerPlain(&sub, method, params)
+		c.mu.Lock()
+		if c.tasks == nil {
+			c.tasks = map[string]any{}
+		}
+		c.tasks[id] = sub
+		reply["result"] = map[string]any{"task": state(id, "working")}
+	case "tasks/get", "tasks/result", "tasks/cancel":
+		res, ok := c.tasks[p.TaskID].(map[string]any)
+		switch {
+		case !ok:
+			reply["error"] = map[string]any{"code": -32602, "message": "Failed to retrieve task: Task not found"}
+		case method == "tasks/get":
+			reply["result"] = state(p.TaskID, "completed")
+		case method == "tasks/cancel":
+			reply["error"] = map[string]any{"code": -32602, "message": "Cannot cancel task in terminal status: completed"}
+		default:
+			res["_meta"] = map[string]any{"io.modelcontextprotocol/related-task": map[string]any{"taskId": p.TaskID}}
+			reply["result"] = res
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// answerPlain sets *result to the answer to a sampling or elicitation
+// request (see answer).
+func (c *rawClient) answerPlain(result *map[string]any, method string, params json.RawMessage) {
+	reply := map[string]any{}
+	c.reply(reply, method, params)
+	*result, _ = reply["result"].(map[string]any)
 }
 
 // call sends a request and returns its result; a JSON-RPC error is
@@ -207,5 +301,14 @@ func (c *rawClient) notifications() []json.RawMessage {
 	defer c.mu.Unlock()
 	out := c.notes
 	c.notes = nil
+	return out
+}
+
+// requests returns and forgets the server's requests received so far.
+func (c *rawClient) requests() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.asked
+	c.asked = nil
 	return out
 }

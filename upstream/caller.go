@@ -4,6 +4,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -25,6 +26,10 @@ type Caller interface {
 	Elicit(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
 	Log(context.Context, *mcp.LoggingMessageParams)
+	// TaskStatus forwards a server's notifications/tasks/status about one
+	// of the client's tasks (see mcptasks.go); params are as the server
+	// sent them.
+	TaskStatus(ctx context.Context, params json.RawMessage)
 }
 
 // inflight is one request running on a connection.
@@ -33,6 +38,13 @@ type inflight struct {
 	caller   Caller
 	progress func(context.Context, *mcp.ProgressNotificationParams) // nil: the client asked for none
 	cancel   context.CancelCauseFunc                                // ends the request early (see conn.abort)
+	// For tasks (mcptasks.go): task is the task the request waits on
+	// (tasks/result), whose related requests go to its caller; runs says
+	// mcpmux runs that task for a plain call; keep, that the request
+	// created a task whose progress is routed until it is forgotten.
+	task string
+	runs bool
+	keep bool
 }
 
 // progressTokens numbers the progress tokens mcpmux gives servers: a
@@ -56,6 +68,11 @@ func (c *conn) begin(token string, r *inflight) func() {
 	return func() {
 		c.mu.Lock()
 		r.done = true
+		if r.keep {
+			// Progress keeps coming for the task it created (forgetTask).
+			c.mu.Unlock()
+			return
+		}
 		if r.progress == nil {
 			// Nothing to route to: forget it now, without a timer per call.
 			delete(c.requests, token)
@@ -84,8 +101,8 @@ func (c *conn) detach(r *inflight) {
 }
 
 // progressLinger is how long a finished request's progress token is still
-// routed.
-const progressLinger = 2 * time.Second
+// routed; tests shorten it.
+var progressLinger = 2 * time.Second
 
 var (
 	errNoCaller  = errors.New("mcpmux forwards this request only while a client's call is running on the server")
@@ -176,7 +193,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 	}
 	if f.Sampling {
 		opts.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-			cl, err := c.caller()
+			cl, err := c.callerFor(req.Params.Meta)
 			if err != nil {
 				return nil, forwardError("sampling/createMessage", err)
 			}
@@ -194,7 +211,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 
 // elicit forwards a server's elicitation to the client of its call.
 func (c *conn) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	cl, err := c.caller()
+	cl, err := c.callerFor(p.Meta)
 	if err != nil {
 		return nil, forwardError("elicitation/create", err)
 	}
@@ -222,11 +239,15 @@ func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "roots/list" {
 			return next(ctx, method, req)
 		}
-		cl, err := c.caller()
+		p, _ := req.GetParams().(*mcp.ListRootsParams)
+		var meta mcp.Meta
+		if p != nil {
+			meta = p.Meta
+		}
+		cl, err := c.callerFor(meta)
 		if err != nil {
 			return nil, forwardError("roots/list", err)
 		}
-		p, _ := req.GetParams().(*mcp.ListRootsParams)
 		return cl.ListRoots(ctx, p)
 	}
 }

@@ -4,6 +4,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -37,6 +38,15 @@ type ClientFeatures struct {
 	SamplingTools   bool // sampling with tools (sampling.tools)
 	FormElicitation bool // elicitation/create, form mode
 	URLElicitation  bool // elicitation/create, URL mode
+	// SamplingTasks and ElicitationTasks: the client runs a server's
+	// sampling or elicitation requests as tasks when asked
+	// (tasks.requests.sampling.createMessage,
+	// tasks.requests.elicitation.create). mcpmux runs those tasks itself
+	// and asks the client plainly (servertasks.go); they are declared to
+	// the server as the client declared them, so that it lists what it
+	// would list to the client.
+	SamplingTasks    bool
+	ElicitationTasks bool
 }
 
 // elicits reports whether f declares elicitation in some mode.
@@ -44,11 +54,12 @@ func (f ClientFeatures) elicits() bool { return f.FormElicitation || f.URLElicit
 
 // AllFeatures is what a shared connection declares: everything mcpmux can
 // forward to the client of a call.
-var AllFeatures = ClientFeatures{Roots: true, Sampling: true, SamplingTools: true, FormElicitation: true, URLElicitation: true}
+var AllFeatures = ClientFeatures{Roots: true, Sampling: true, SamplingTools: true, FormElicitation: true, URLElicitation: true, SamplingTasks: true, ElicitationTasks: true}
 
 // FeaturesOf returns the features a client declared; nil capabilities (a
 // caller mcpmux does not know) have them all, so that nothing is hidden
-// from an unknown caller.
+// from an unknown caller. The go-sdk's capabilities have no tasks: see
+// WithTasks.
 func FeaturesOf(caps *mcp.ClientCapabilities) ClientFeatures {
 	if caps == nil {
 		return AllFeatures
@@ -68,6 +79,47 @@ func FeaturesOf(caps *mcp.ClientCapabilities) ClientFeatures {
 	return f
 }
 
+// WithTasks returns f with the task features of a client's
+// capabilities.tasks (as JSON, or decoded into maps): each only with the
+// feature it runs as tasks.
+func (f ClientFeatures) WithTasks(tasks any) ClientFeatures {
+	var t struct {
+		Requests struct {
+			Sampling *struct {
+				CreateMessage any `json:"createMessage"`
+			} `json:"sampling"`
+			Elicitation *struct {
+				Create any `json:"create"`
+			} `json:"elicitation"`
+		} `json:"requests"`
+	}
+	raw, ok := tasks.(json.RawMessage)
+	if !ok {
+		raw, _ = json.Marshal(tasks)
+	}
+	_ = json.Unmarshal(raw, &t)
+	f.SamplingTasks = f.Sampling && t.Requests.Sampling != nil && t.Requests.Sampling.CreateMessage != nil
+	f.ElicitationTasks = f.elicits() && t.Requests.Elicitation != nil && t.Requests.Elicitation.Create != nil
+	return f
+}
+
+// tasksCapability is the tasks capability a connection declares for f (in
+// its initialize, which the go-sdk cannot: see declareTasks); nil for none.
+func (f ClientFeatures) tasksCapability() json.RawMessage {
+	if !f.SamplingTasks && !f.ElicitationTasks {
+		return nil
+	}
+	requests := map[string]any{}
+	if f.SamplingTasks {
+		requests["sampling"] = map[string]any{"createMessage": map[string]any{}}
+	}
+	if f.ElicitationTasks {
+		requests["elicitation"] = map[string]any{"create": map[string]any{}}
+	}
+	b, _ := json.Marshal(map[string]any{"list": map[string]any{}, "cancel": map[string]any{}, "requests": requests})
+	return b
+}
+
 // String names the features, for logs.
 func (f ClientFeatures) String() string {
 	s := ""
@@ -84,6 +136,8 @@ func (f ClientFeatures) String() string {
 	add(f.SamplingTools, "sampling.tools")
 	add(f.FormElicitation, "elicitation.form")
 	add(f.URLElicitation, "elicitation.url")
+	add(f.SamplingTasks, "tasks.sampling")
+	add(f.ElicitationTasks, "tasks.elicitation")
 	if s == "" {
 		return "none"
 	}
@@ -127,7 +181,8 @@ func (f ClientFeatures) ListsAll() bool {
 // covers reports whether f has every feature of g.
 func (f ClientFeatures) covers(g ClientFeatures) bool {
 	return (f.Roots || !g.Roots) && (f.Sampling || !g.Sampling) && (f.SamplingTools || !g.SamplingTools) &&
-		(f.FormElicitation || !g.FormElicitation) && (f.URLElicitation || !g.URLElicitation)
+		(f.FormElicitation || !g.FormElicitation) && (f.URLElicitation || !g.URLElicitation) &&
+		(f.SamplingTasks || !g.SamplingTasks) && (f.ElicitationTasks || !g.ElicitationTasks)
 }
 
 // toolProbes caches what a server lists to clients with fewer features

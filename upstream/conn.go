@@ -61,15 +61,23 @@ type conn struct {
 	done    chan struct{}  // closed when the session has ended (see watch)
 	waitErr error          // why it ended; set before done is closed
 
+	statusMu sync.Mutex // orders the task status notifications sent to clients (mcptasks.go)
+
 	mu       sync.Mutex
-	requests map[string]*inflight // by progress token
-	owner    Caller               // latest caller; the client of a per-client connection
-	inflight int
-	drained  chan struct{} // closed when draining and inflight reaches 0
-	draining bool
-	closed   bool
-	lastUse  time.Time
-	idle     *time.Timer // per-client connections only
+	requests map[string]*inflight  // by progress token
+	tasks    map[string]*ownedTask // the clients' tasks on this connection, by id (mcptasks.go)
+	pending  []pendingStatus       // status notifications of tasks not known yet
+	// The tasks mcpmux runs for the server (servertasks.go), by id and
+	// oldest first.
+	asked      map[string]*askedTask
+	askedOrder []*askedTask
+	owner      Caller // latest caller; the client of a per-client connection
+	inflight   int
+	drained    chan struct{} // closed when draining and inflight reaches 0
+	draining   bool
+	closed     bool
+	lastUse    time.Time
+	idle       *time.Timer // per-client connections only
 }
 
 // dial connects to the server described by srv.cfg, under the connect
@@ -165,11 +173,17 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		return nil, err
 	}
 	base := http.RoundTripper(&headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers})
-	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate}}}
+	var take func([]byte) bool
+	if caps := c.features.tasksCapability(); caps != nil {
+		// Tasks the server asks its client to run (servertasks.go).
+		base = &declareTasksBodies{base: base, caps: caps}
+		take = c.takeServerMessage
+	}
+	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate, status: c.taskStatusMessage, take: take}}}
 	sse := func() (*mcp.ClientSession, error) {
 		sc := hc
 		if h != nil {
-			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h}, gate: c.gate}}}
+			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h}, gate: c.gate, status: c.taskStatusMessage, take: take}}}
 		}
 		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: sc}, nil), opts)
 	}

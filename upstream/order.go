@@ -96,6 +96,12 @@ func gated(method string) bool {
 type progressBodies struct {
 	base http.RoundTripper
 	gate *progressGate
+	// status receives each notifications/tasks/status message, which the
+	// go-sdk drops (mcptasks.go).
+	status func(message []byte)
+	// take, if set, takes the server's requests mcpmux answers itself off
+	// the streams (servertasks.go).
+	take func(message []byte) bool
 }
 
 func (t *progressBodies) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -103,7 +109,10 @@ func (t *progressBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 
 	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body = &sseCounter{ReadCloser: resp.Body, gate: t.gate, watch: watch, resumed: resumed}
+		resp.Body = &sseCounter{ReadCloser: resp.Body, gate: t.gate, status: t.status, watch: watch, resumed: resumed}
+		if t.take != nil {
+			resp.Body = newTakeEvents(resp.Body, t.take)
+		}
 	}
 	return resp, err
 }
@@ -128,11 +137,21 @@ func isGatedEvent(line []byte) bool {
 	return false
 }
 
+// taskStatusData is in the data of a notifications/tasks/status.
+var taskStatusData = []byte(`"method":"` + taskStatusMethod + `"`)
+
+// isTaskStatusEvent reports whether an SSE line is the data of a
+// notifications/tasks/status (small: under maxCountedLine).
+func isTaskStatusEvent(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("data:")) && bytes.Contains(line, taskStatusData)
+}
+
 type sseCounter struct {
 	io.ReadCloser
-	gate *progressGate
-	line []byte // the current line so far, up to maxCountedLine
-	long bool   // the current line is longer than that
+	gate   *progressGate
+	status func(message []byte) // see progressBodies; may be nil
+	line   []byte               // the current line so far, up to maxCountedLine
+	long   bool                 // the current line is longer than that
 	// watch, if set, follows the streams of the call this one is for (see
 	// resume.go); resumed says this one resumes it.
 	watch   *streamWatch
@@ -161,6 +180,9 @@ func (b *sseCounter) Read(p []byte) (int, error) {
 		}
 		if !b.long && isGatedEvent(b.line) {
 			b.gate.sawRead()
+		}
+		if !b.long && b.status != nil && isTaskStatusEvent(b.line) {
+			b.status(bytes.TrimSpace(b.line[len("data:"):]))
 		}
 		if b.watch != nil {
 			b.watchLine()

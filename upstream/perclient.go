@@ -84,6 +84,11 @@ func (s *Server) closeIdle(id ClientID, c *conn) {
 	c.mu.Lock()
 	idle := c.inflight == 0 && time.Since(c.lastUse) >= s.cfg.IdleTimeout-time.Millisecond
 	c.mu.Unlock()
+	if idle && c.holdsTasks() {
+		// Its client's tasks may still run on it: idle once they are over.
+		c.idle.Reset(s.cfg.IdleTimeout)
+		return
+	}
 	if !idle {
 		return
 	}

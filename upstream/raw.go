@@ -155,6 +155,23 @@ type tapConn struct {
 	mcp.Connection
 	gate *progressGate // nil: counted in the HTTP bodies (progressBodies)
 	raw  *rawCalls
+	// status receives notifications/tasks/status, which the go-sdk drops
+	// (mcptasks.go); take takes the requests mcpmux answers itself, and
+	// declare is the tasks capability the initialize declares
+	// (servertasks.go). All three are nil where the HTTP bodies see the
+	// messages (progressBodies, declareTasksBodies).
+	status  func(params json.RawMessage)
+	take    func(*jsonrpc.Request) bool
+	declare json.RawMessage
+}
+
+func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if r, ok := msg.(*jsonrpc.Request); ok && c.declare != nil && r.Method == "initialize" {
+		declared := *r
+		declared.Params = declareTasks(r.Params, c.declare)
+		msg = &declared
+	}
+	return c.Connection.Write(ctx, msg)
 }
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -170,6 +187,13 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case *jsonrpc.Request:
 			if c.gate != nil && gated(m.Method) {
 				c.gate.sawRead()
+			}
+			if c.status != nil && m.Method == taskStatusMethod {
+				c.status(m.Params)
+				continue
+			}
+			if c.take != nil && c.take(m) {
+				continue
 			}
 		case *jsonrpc.Response:
 			if c.raw.deliver(m) {
@@ -209,7 +233,14 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		// Tapped in its HTTP bodies (rawBodies, progressBodies).
 		return wire, nil
 	}
-	return &tapConn{Connection: wire, gate: t.gate, raw: t.c.raw}, nil
+	tc := &tapConn{Connection: wire, gate: t.gate, raw: t.c.raw}
+	if t.gate != nil {
+		tc.status = t.c.taskStatus
+		if caps := t.c.features.tasksCapability(); caps != nil {
+			tc.take, tc.declare = t.c.takeServerRequest, caps
+		}
+	}
+	return tc, nil
 }
 
 // rawCall sends a raw request on the connection and returns the server's

@@ -45,6 +45,14 @@ type CallParams struct {
 	// (its own stream closed for good): the server's requests during the
 	// rest of the call are then not its.
 	StreamClosed func(retry time.Duration) (unreachable bool)
+	// Task, if set, is the client's params.task: the call is
+	// task-augmented (MCP 2025-11-25), and the result is what the server
+	// answers, a CreateTaskResult if it took the task (see mcptasks.go).
+	Task json.RawMessage
+	// RunTask makes mcpmux run the tool as a task for a caller that called
+	// it plainly (a tool whose execution.taskSupport is "required"): the
+	// result is the task's.
+	RunTask bool
 }
 
 // hooks are what a request's caller wants to hear about while it runs.
@@ -67,7 +75,7 @@ func (s *Server) CallTool(ctx context.Context, p CallParams) (json.RawMessage, e
 		if p.Progress != nil {
 			params.Meta = withProgressToken(params.Meta, token)
 		}
-		return c.rawCall(ctx, "tools/call", &params)
+		return c.callTool(ctx, &params, &p, token) // plain, task-augmented or run as a task
 	})
 }
 

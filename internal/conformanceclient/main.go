@@ -189,3 +189,6 @@ func (caller) ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsRe
 func (caller) Log(_ context.Context, p *mcp.LoggingMessageParams) {
 	fmt.Fprintf(os.Stderr, "server log (%s): %v\n", p.Level, p.Data)
 }
+
+// TaskStatus: the scenarios' calls are plain, so no task is the client's.
+func (caller) TaskStatus(context.Context, json.RawMessage) {}

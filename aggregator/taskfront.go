@@ -1,0 +1,328 @@
+package aggregator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The client-facing seam of tasks (mcptasks.go), where mcpmux handles the
+// messages of its clients before and after the go-sdk does.
+//
+// The go-sdk's types have no tasks, so two fields of a client's requests
+// would be lost when it decodes them: the task of a task-augmented
+// tools/call (params.task) and the tasks capability of an initialize
+// (params.capabilities.tasks). They are lifted into the request's _meta,
+// under mcpmux's keys below, before the SDK reads the request: in each
+// line of stdin (stdio), in each POST's body (HTTP). The SDK keeps _meta,
+// and the pipeline takes them from there.
+//
+// Nor can the SDK send a notification it does not know:
+// notifications/tasks/status is written by mcpmux between the SDK's own
+// messages, as a line of stdout (which the SDK writes one message per
+// Write), or as an event on the client session's open GET stream.
+//
+// Lifting works on the bytes, not on a wrapped mcp.Connection: the SDK's
+// stdio connection learns the session's protocol version through an
+// unexported method (to refuse JSON-RPC batches from 2025-06-18 on),
+// which a wrapper would hide.
+
+// The _meta keys the lifted fields travel under. A client that sets them
+// itself says what the fields would have said.
+const (
+	augmentKey     = "mcpmux/task"         // a tools/call's params.task
+	clientTasksKey = "mcpmux/client-tasks" // an initialize's params.capabilities.tasks
+)
+
+// liftPayload lifts the fields the go-sdk would drop from a JSON-RPC
+// payload of a client (one message or a batch) into _meta. It reports
+// whether it changed anything: most payloads are left as they are, and
+// decided on without decoding; so is a payload that is not valid JSON,
+// which the SDK answers.
+func liftPayload(payload []byte) ([]byte, bool) {
+	if !bytes.Contains(payload, []byte(`"initialize"`)) &&
+		!(bytes.Contains(payload, []byte(`"tools/call"`)) && bytes.Contains(payload, []byte(`"task"`))) {
+		return payload, false
+	}
+	trimmed := bytes.TrimSpace(payload)
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return liftMessage(trimmed)
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(trimmed, &batch) != nil {
+		return payload, false
+	}
+	changed := false
+	for i, m := range batch {
+		if out, ok := liftMessage(m); ok {
+			batch[i], changed = out, true
+		}
+	}
+	if !changed {
+		return payload, false
+	}
+	out, err := json.Marshal(batch)
+	if err != nil {
+		return payload, false
+	}
+	return out, true
+}
+
+// liftMessage lifts the field of one message, if it has one.
+func liftMessage(m []byte) ([]byte, bool) {
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(m, &msg) != nil {
+		return m, false
+	}
+	var method string
+	_ = json.Unmarshal(msg["method"], &method)
+	var params map[string]json.RawMessage
+	if (method != "initialize" && method != "tools/call") || json.Unmarshal(msg["params"], &params) != nil || params == nil {
+		return m, false
+	}
+	var key string
+	var value json.RawMessage
+	switch method {
+	case "initialize":
+		var caps map[string]json.RawMessage
+		_ = json.Unmarshal(params["capabilities"], &caps)
+		key, value = clientTasksKey, caps["tasks"] // the SDK ignores it where it is
+	case "tools/call":
+		key, value = augmentKey, params["task"]
+		delete(params, "task")
+	}
+	if len(value) == 0 || string(value) == "null" {
+		return m, false
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := params["_meta"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &meta) != nil || meta == nil {
+			return m, false // the SDK refuses it
+		}
+	}
+	meta[key] = value
+	var err error
+	if params["_meta"], err = json.Marshal(meta); err != nil {
+		return m, false
+	}
+	if msg["params"], err = json.Marshal(params); err != nil {
+		return m, false
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return m, false
+	}
+	return out, true
+}
+
+// liftReader lifts the fields of every line a stdio client sends: stdio
+// frames each message as one line.
+type liftReader struct {
+	in  *bufio.Reader
+	c   io.Closer
+	out []byte // lifted bytes not read yet
+	err error  // what ended the input
+}
+
+func newLiftReader(in io.ReadCloser) *liftReader {
+	return &liftReader{in: bufio.NewReaderSize(in, 64<<10), c: in}
+}
+
+func (l *liftReader) Read(p []byte) (int, error) {
+	for len(l.out) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		line, err := l.in.ReadBytes('\n')
+		l.err = err
+		body := bytes.TrimSuffix(line, []byte("\n"))
+		if lifted, ok := liftPayload(body); ok {
+			line = append(lifted, line[len(body):]...)
+		}
+		l.out = line
+	}
+	n := copy(p, l.out)
+	l.out = l.out[n:]
+	return n, nil
+}
+
+func (l *liftReader) Close() error { return l.c.Close() }
+
+// stdioOut is stdout in stdio mode. The go-sdk writes each message as one
+// line with one Write; a notification of mcpmux's goes between them.
+type stdioOut struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (o *stdioOut) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.Write(p)
+}
+
+// Close leaves stdout open, as mcp.StdioTransport does.
+func (o *stdioOut) Close() error { return nil }
+
+func (o *stdioOut) notify(msg []byte) bool {
+	_, err := o.Write(append(msg, '\n'))
+	return err == nil
+}
+
+// serveStdio serves the client session of s on in and out until the client
+// leaves or ctx is done, as mcp.Server.Run does with mcp.StdioTransport,
+// with the seams above.
+func (a *Aggregator) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCloser, out io.Writer) error {
+	w := &stdioOut{w: out}
+	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: newLiftReader(in), Writer: w}, nil)
+	if err != nil {
+		return err
+	}
+	a.stdioOuts.Store(ss, w)
+	defer a.stdioOuts.Delete(ss)
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-ended
+		return ctx.Err()
+	case err := <-ended:
+		return err
+	}
+}
+
+// liftBody lifts the fields of a POST's body, and gives the SDK the lifted
+// body to read.
+func liftBody(r *http.Request, body []byte) []byte {
+	if r.Method != http.MethodPost {
+		return body
+	}
+	out, changed := liftPayload(body)
+	if !changed {
+		return body
+	}
+	r.Body = io.NopCloser(bytes.NewReader(out))
+	r.ContentLength = int64(len(out))
+	return out
+}
+
+// clientStreams are the open GET event streams of the HTTP client
+// sessions, by session id: where a server-sent notification goes that the
+// SDK cannot send.
+type clientStreams struct {
+	mu      sync.Mutex
+	streams map[string][]*clientStream
+}
+
+// track returns the response writer of a GET of session id, which the
+// streams hold while it is open, and the func that ends it, to call when
+// the SDK's handler has returned.
+func (cs *clientStreams) track(id string, sw *sseWriter) (http.ResponseWriter, func()) {
+	s := &clientStream{sw: sw}
+	cs.mu.Lock()
+	if cs.streams == nil {
+		cs.streams = map[string][]*clientStream{}
+	}
+	cs.streams[id] = append(cs.streams[id], s)
+	cs.mu.Unlock()
+	return s, func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		list := cs.streams[id]
+		for i, x := range list {
+			if x == s {
+				list = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(cs.streams, id)
+		} else {
+			cs.streams[id] = list
+		}
+	}
+}
+
+// notify sends msg as an event on the latest open stream of session id; it
+// reports whether there was one.
+func (cs *clientStreams) notify(id string, msg []byte) bool {
+	cs.mu.Lock()
+	list := cs.streams[id]
+	cs.mu.Unlock()
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].send(msg) {
+			return true
+		}
+	}
+	return false
+}
+
+// clientStream is the response writer of one GET event stream. The SDK
+// writes each event with one Write; mcpmux's events go between them, once
+// the SDK has started the stream.
+type clientStream struct {
+	sw      *sseWriter
+	mu      sync.Mutex
+	started bool // the SDK has written the stream's headers and first event
+	closed  bool // the SDK's handler has returned
+}
+
+func (s *clientStream) Header() http.Header         { return s.sw.Header() }
+func (s *clientStream) WriteHeader(code int)        { s.sw.WriteHeader(code) }
+func (s *clientStream) Flush()                      { s.sw.Flush() }
+func (s *clientStream) Unwrap() http.ResponseWriter { return s.sw }
+
+func (s *clientStream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.sw.Write(p)
+	if err == nil && strings.HasPrefix(s.sw.Header().Get("Content-Type"), "text/event-stream") {
+		s.started = true
+	}
+	return n, err
+}
+
+// send writes msg as an event without an id: it is not replayed to a
+// client that resumes the stream.
+func (s *clientStream) send(msg []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started || s.closed {
+		return false
+	}
+	if _, err := fmt.Fprintf(s.sw, "event: message\ndata: %s\n\n", msg); err != nil {
+		return false
+	}
+	s.sw.Flush()
+	return true
+}
+
+// notifyClient sends a client session a notification the go-sdk has no
+// method for; it reports whether it could (over HTTP, the session must
+// have its GET stream open).
+func (a *Aggregator) notifyClient(ss *mcp.ServerSession, method string, params json.RawMessage) bool {
+	msg, err := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: method, Params: params})
+	if err != nil || ss == nil {
+		return false
+	}
+	if w, ok := a.stdioOuts.Load(ss); ok {
+		return w.(*stdioOut).notify(msg)
+	}
+	if id := ss.ID(); id != "" {
+		return a.streams.notify(id, msg)
+	}
+	return false
+}
