@@ -1,5 +1,7 @@
 package aggregator
 
+//lint:file-ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and keeps each client session's log level to pass the lowest to the servers.
+
 import (
 	"context"
 	"fmt"

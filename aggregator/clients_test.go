@@ -1,5 +1,7 @@
 package aggregator
 
+//lint:file-ignore SA1019 the test sets log levels of MCP 2025-11-25, which mcpmux forwards.
+
 import (
 	"context"
 	"sync/atomic"

@@ -87,8 +87,7 @@ type Front struct {
 	events   *mcp.MemoryEventStore // for clients to resume dropped streams
 	sessions *sessionTracker
 
-	mu       sync.Mutex
-	handlers map[*mcp.Server]*mcp.StreamableHTTPHandler // by profile server
+	handlers sync.Map // *mcp.Server (a profile's) → *mcp.StreamableHTTPHandler
 }
 
 // New returns the front of opts.Engine.
@@ -98,14 +97,13 @@ func New(opts *Options) *Front {
 		log = slog.New(slog.DiscardHandler)
 	}
 	f := &Front{
-		engine:   opts.Engine,
-		metrics:  opts.Metrics,
-		tokens:   opts.Tokens,
-		origins:  opts.AllowedOrigins,
-		log:      log,
-		mask:     logs.MaskerOf(log),
-		events:   mcp.NewMemoryEventStore(nil),
-		handlers: map[*mcp.Server]*mcp.StreamableHTTPHandler{},
+		engine:  opts.Engine,
+		metrics: opts.Metrics,
+		tokens:  opts.Tokens,
+		origins: opts.AllowedOrigins,
+		log:     log,
+		mask:    logs.MaskerOf(log),
+		events:  mcp.NewMemoryEventStore(nil),
 	}
 	f.events.SetMaxBytes(eventStoreBytes(opts.Engine.Settings()))
 	f.sessions = newSessionTracker(opts.Engine.Settings)
@@ -234,10 +232,8 @@ const sessionIDHeader = "Mcp-Session-Id"
 // sessions; a profile removed and added again has a new server, and so a
 // new handler.
 func (f *Front) handler(server *mcp.Server, profile string, stateless bool) *mcp.StreamableHTTPHandler {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if h := f.handlers[server]; h != nil {
-		return h
+	if h, ok := f.handlers.Load(server); ok {
+		return h.(*mcp.StreamableHTTPHandler)
 	}
 	opts := &mcp.StreamableHTTPOptions{
 		// f.sessions applies session_timeout instead, and limitBody
@@ -256,9 +252,8 @@ func (f *Front) handler(server *mcp.Server, profile string, stateless bool) *mcp
 		opts.Stateless = true
 		opts.EventStore = nil
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, opts)
-	f.handlers[server] = h
-	return h
+	h, _ := f.handlers.LoadOrStore(server, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, opts))
+	return h.(*mcp.StreamableHTTPHandler)
 }
 
 func (f *Front) serveHealth(w http.ResponseWriter, r *http.Request) {
