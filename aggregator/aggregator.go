@@ -1,7 +1,7 @@
 // Package aggregator is the MCP server that clients talk to: it merges the
 // tools of every upstream server into one namespaced catalog per profile and
-// runs each call through the pipeline (route, timeout, upstream call, error
-// to result).
+// runs each call through the pipeline (pipeline.go). It serves stdio itself;
+// package front serves it over HTTP.
 package aggregator
 
 import (
