@@ -1,7 +1,7 @@
 // Package aggregator is the MCP server that clients talk to: it merges the
 // tools of every upstream server into one namespaced catalog per profile and
-// runs each call through the pipeline (route, timeout, upstream call, error
-// to result).
+// runs each call through the pipeline (pipeline.go). It serves stdio itself;
+// package front serves it over HTTP.
 package aggregator
 
 import (
@@ -43,7 +43,9 @@ type Options struct {
 	// TaskID is the task of calls that name none themselves (by
 	// _meta.task_id or the X-Task-Id header): a stdio instance's --task-id.
 	TaskID string
-	// Stateless serves HTTP without sessions (see HTTPHandler): no
+	// Metrics count what happens; nil counts in a registry of its own.
+	Metrics *metrics.Metrics
+	// Stateless serves HTTP without sessions (see package front): no
 	// session ids, nothing a client could be sent outside a request of
 	// its own (server-to-client requests, list_changed, subscriptions).
 	// False keeps sessions.
@@ -72,17 +74,12 @@ type Aggregator struct {
 	catalog  *Catalog
 	profiles map[string]*profile
 
-	tasks     taskRegistry  // each client session's tasks (mcptasks.go)
-	stdioOuts sync.Map      // *mcp.ServerSession → *stdioOut: stdout of a stdio session (taskfront.go)
-	streams   clientStreams // open GET streams of HTTP sessions (taskfront.go)
+	clients   clientSessions // what mcpmux keeps of each client session (clients.go)
+	stdioOuts sync.Map       // *mcp.ServerSession → *stdioOut: stdout of a stdio session (taskfront.go)
+	streams   clientStreams  // open GET streams of HTTP sessions (taskfront.go)
 
-	events   *mcp.MemoryEventStore // for HTTP clients to resume dropped streams
-	watched  sync.Map              // *mcp.ServerSession → struct{}: sessions whose per-client connections go when they end
-	ends     sessionEnds
-	sessions *sessionTracker
-	subs     subscriptions
-	levels   logLevels
-	metrics  *metrics.Metrics
+	subs    subscriptions
+	metrics *metrics.Metrics
 
 	journal    *journal.Journal // writes nothing unless the settings name a dir
 	replay     atomic.Pointer[replay.Replay]
@@ -101,7 +98,6 @@ type profile struct {
 	prompts    map[string]string
 	resources  map[string]string
 	templates  map[string]string
-	http       atomic.Pointer[mcp.StreamableHTTPHandler]
 }
 
 // New returns an aggregator with an empty catalog; call Sync after the
@@ -134,14 +130,14 @@ func New(opts *Options) *Aggregator {
 		catalog:     BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
 		profiles:    map[string]*profile{},
 		subs:        subscriptions{n: map[string]int{}},
-		metrics:     metrics.New(serverMetrics(opts.Pool)),
-		events:      mcp.NewMemoryEventStore(nil),
+		metrics:     opts.Metrics,
+	}
+	if a.metrics == nil {
+		a.metrics = metrics.New(nil)
 	}
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.applyRecording(settings)
-	a.events.SetMaxBytes(eventStoreBytes(settings))
 	a.current.Store(settings)
-	a.sessions = newSessionTracker(a.current.Load, &a.ends)
 	a.mu.Lock()
 	a.syncProfilesLocked()
 	a.mu.Unlock()
@@ -168,17 +164,16 @@ func (a *Aggregator) SetSettings(s *config.Settings) {
 	defer a.mu.Unlock()
 	a.settings = s
 	a.current.Store(s)
-	a.sessions.rearm()
-	a.events.SetMaxBytes(eventStoreBytes(s))
 	a.rebuildLocked()
 }
 
-// Settings returns the current settings.
-func (a *Aggregator) Settings() *config.Settings {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.settings
-}
+// Settings returns the current settings. It does not wait for a reload
+// in progress: the call path and the HTTP front read it on every request.
+func (a *Aggregator) Settings() *config.Settings { return a.current.Load() }
+
+// Stateless reports whether the aggregator serves without sessions (see
+// Options.Stateless).
+func (a *Aggregator) Stateless() bool { return a.stateless }
 
 // Sync rebuilds the catalog from the pool's current tool lists and updates
 // every profile's server with the difference. Clients get one
@@ -204,7 +199,7 @@ func (a *Aggregator) rebuildLocked() {
 	servers = append(servers, a.recordedServers(running)...)
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
 	// Servers added by a reload get the clients' log level too.
-	go a.pushLogLevel(context.Background(), a.levels.lowest())
+	go a.pushLogLevel(context.Background(), a.lowestLevel())
 	for _, err := range a.catalog.Conflicts {
 		a.log.Error("tool not exposed", "error", err)
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/front"
 	"github.com/mcpmux/mcpmux/internal/tasktest"
+	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/rewrite"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -20,9 +22,20 @@ import (
 // harness runs an aggregator over in-memory tool servers and connects
 // clients to it over in-memory transports: real MCP sessions on both sides.
 type harness struct {
-	t    testing.TB
-	pool *upstream.Pool
-	agg  *Aggregator
+	t     testing.TB
+	pool  *upstream.Pool
+	agg   *Aggregator
+	front *front.Front // its HTTP front, once serveHTTP made it
+}
+
+// serveHTTP returns an HTTP front of h's aggregator (opts.Engine is set).
+func (h *harness) serveHTTP(opts *front.Options) *front.Front {
+	var o front.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Engine, o.Metrics = h.agg, h.agg.metrics
+	return front.New(&o)
 }
 
 // fixtureServer returns a tool server with the given tools, each of which
@@ -94,7 +107,7 @@ func newHarness(t testing.TB, servers map[string]*mcp.Server, settingsYAML strin
 			return ct
 		},
 	})
-	h.agg = New(&Options{Pool: h.pool, Settings: settings})
+	h.agg = New(&Options{Pool: h.pool, Settings: settings, Metrics: metrics.New(upstream.MetricsOf(h.pool))})
 	h.pool.Apply(context.Background(), cfgs, settings.Timeout)
 	h.agg.Sync()
 	h.agg.MarkReady()

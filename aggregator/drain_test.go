@@ -61,7 +61,7 @@ func TestDrain(t *testing.T) {
 
 	resp, body = post(t, ts.URL+"/mcp", strings.Replace(initBody, `"id":1`, `"id":"late"`, 1), nil)
 	id, code, msg := rpcErrorBody(t, body)
-	if resp.StatusCode != http.StatusServiceUnavailable || id != "late" || code != codeServerBusy || !strings.Contains(msg, "shutting down") {
+	if resp.StatusCode != http.StatusServiceUnavailable || id != "late" || code != -32000 || !strings.Contains(msg, "shutting down") {
 		t.Errorf("initialize while draining: %d %s, want 503 with a JSON-RPC error for id late", resp.StatusCode, body)
 	}
 	if _, err := httpClient(t, ts.URL+"/mcp/nope"); err == nil {
@@ -70,8 +70,8 @@ func TestDrain(t *testing.T) {
 	if res := call(t, open, "alpha__echo", map[string]any{"text": "still here"}); res.IsError || text(res) != "alpha:still here" {
 		t.Errorf("a call of an open session while draining: %+v", res)
 	}
-	if h.agg.sessions.count() != 1 {
-		t.Errorf("sessions while draining: %d, want the open one", h.agg.sessions.count())
+	if h.front.OpenSessions() != 1 {
+		t.Errorf("sessions while draining: %d, want the open one", h.front.OpenSessions())
 	}
 }
 

@@ -265,23 +265,3 @@ func toolError(format string, args ...any) *mcp.CallToolResult {
 		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}},
 	}
 }
-
-// clientID identifies the client session for per-client connections, and
-// makes sure they are closed when the session ends.
-func (a *Aggregator) clientID(ss *mcp.ServerSession) upstream.ClientID {
-	if ss == nil {
-		return "none"
-	}
-	id := ss.ID()
-	if id == "" {
-		id = fmt.Sprintf("session-%p", ss)
-	}
-	if _, seen := a.watched.LoadOrStore(ss, struct{}{}); !seen {
-		a.ends.on(ss, func() {
-			a.watched.Delete(ss)
-			a.log.Info("client session ended", "session", id)
-			a.pool.ReleaseClient(upstream.ClientID(id))
-		})
-	}
-	return upstream.ClientID(id)
-}

@@ -4,7 +4,6 @@ package aggregator
 
 import (
 	"context"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -12,48 +11,6 @@ import (
 // Log levels in increasing severity (RFC 5424, as MCP uses them).
 var levelRank = map[mcp.LoggingLevel]int{
 	"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7,
-}
-
-// logLevels remembers each client session's logging/setLevel. Servers are
-// asked for the lowest of them (a shared connection serves every client);
-// each client then gets only what its own level lets through, which the
-// SDK filters per session.
-type logLevels struct {
-	mu     sync.Mutex
-	levels map[*mcp.ServerSession]mcp.LoggingLevel
-}
-
-func (l *logLevels) set(ss *mcp.ServerSession, level mcp.LoggingLevel) (lowest mcp.LoggingLevel, isNew bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.levels == nil {
-		l.levels = map[*mcp.ServerSession]mcp.LoggingLevel{}
-	}
-	_, seen := l.levels[ss]
-	l.levels[ss] = level
-	return l.lowestLocked(), !seen
-}
-
-func (l *logLevels) forget(ss *mcp.ServerSession) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.levels, ss)
-}
-
-func (l *logLevels) lowest() mcp.LoggingLevel {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lowestLocked()
-}
-
-func (l *logLevels) lowestLocked() mcp.LoggingLevel {
-	var low mcp.LoggingLevel
-	for _, lv := range l.levels {
-		if low == "" || levelRank[lv] < levelRank[low] {
-			low = lv
-		}
-	}
-	return low
 }
 
 // logLevelMiddleware passes a client's logging/setLevel on to the servers
@@ -69,11 +26,7 @@ func (a *Aggregator) logLevelMiddleware(next mcp.MethodHandler) mcp.MethodHandle
 		if ss == nil || p == nil {
 			return res, err
 		}
-		lowest, isNew := a.levels.set(ss, p.Level)
-		if isNew {
-			a.ends.on(ss, func() { a.levels.forget(ss) })
-		}
-		a.pushLogLevel(ctx, lowest)
+		a.pushLogLevel(ctx, a.setLevel(ss, p.Level))
 		return res, err
 	}
 }

@@ -166,7 +166,7 @@ func (a *Aggregator) taskCreated(p *profile, c *toolCall, e *Entry, res *result)
 	if !ok {
 		return false // the server ran the call at once
 	}
-	a.tasks.add(c.session, &clientTask{id: t.ID, profile: p, call: c, entry: e, ttl: t.TTL}, a)
+	a.addTask(c.session, &clientTask{id: t.ID, profile: p, call: c, entry: e, ttl: t.TTL})
 	a.log.Debug("task created", "tool", e.Name, "task_id", t.ID, "session", sessionID(c.session))
 	return true
 }
@@ -184,91 +184,6 @@ type clientTask struct {
 // expired reports whether the server may have forgotten the task.
 func (t *clientTask) expired(now time.Time) bool {
 	return t.ttl > 0 && now.After(t.created.Add(t.ttl))
-}
-
-// maxSessionTasks bounds the tasks a session may address; beyond it the
-// oldest are forgotten.
-const maxSessionTasks = 1000
-
-// taskRegistry holds each client session's tasks: the only ones it may
-// address, whatever the servers' connections carry.
-type taskRegistry struct {
-	mu       sync.Mutex
-	sessions map[*mcp.ServerSession][]*clientTask // oldest first
-}
-
-// add registers t as ss's; the session's tasks are forgotten when it ends.
-func (r *taskRegistry) add(ss *mcp.ServerSession, t *clientTask, a *Aggregator) {
-	t.created = time.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.sessions == nil {
-		r.sessions = map[*mcp.ServerSession][]*clientTask{}
-	}
-	list, known := r.sessions[ss]
-	if !known {
-		a.ends.on(ss, func() {
-			r.mu.Lock()
-			delete(r.sessions, ss)
-			r.mu.Unlock()
-		})
-	}
-	kept := list[:0]
-	for _, old := range list {
-		switch {
-		case old.expired(t.created):
-		case old.id == t.id:
-			// Two servers gave one id: the latest task is the one the id
-			// names now.
-			a.log.Warn("a server gave a task the id of another task of the session; the older can no longer be addressed",
-				"task_id", t.id, "server", t.entry.Server, "older_server", old.entry.Server)
-		default:
-			kept = append(kept, old)
-		}
-	}
-	if len(kept) >= maxSessionTasks {
-		kept = kept[1:]
-	}
-	r.sessions[ss] = append(kept, t)
-}
-
-// lookup returns ss's task id, or nil.
-func (r *taskRegistry) lookup(ss *mcp.ServerSession, id string) *clientTask {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, t := range r.sessions[ss] {
-		if t.id == id {
-			return t
-		}
-	}
-	return nil
-}
-
-// list returns ss's tasks, oldest first, without those past their ttl.
-func (r *taskRegistry) list(ss *mcp.ServerSession) []*clientTask {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	var out []*clientTask
-	for _, t := range r.sessions[ss] {
-		if !t.expired(now) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// drop forgets a task its server no longer knows.
-func (r *taskRegistry) drop(ss *mcp.ServerSession, t *clientTask) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	list := r.sessions[ss]
-	for i, x := range list {
-		if x == t {
-			r.sessions[ss] = append(list[:i:i], list[i+1:]...)
-			return
-		}
-	}
 }
 
 // taskParams are the params of tasks/get, tasks/result, tasks/cancel and
@@ -352,7 +267,7 @@ func (a *Aggregator) taskMethod(ctx context.Context, method string, req *mcp.Ser
 	if method == "tasks/list" {
 		return a.listTasks(ctx, req.Session, params.Cursor)
 	}
-	t := a.tasks.lookup(req.Session, params.TaskID)
+	t := a.task(req.Session, params.TaskID)
 	if t == nil || a.stateless {
 		return nil, errTaskNotFound(params.TaskID)
 	}
@@ -388,7 +303,7 @@ func (a *Aggregator) askTaskServer(ctx context.Context, ss *mcp.ServerSession, t
 	var rpc *upstream.RPCError
 	if errors.As(err, &rpc) {
 		if rpc.Code == jsonrpc.CodeInvalidParams && method == "tasks/get" {
-			a.tasks.drop(ss, t) // the server no longer knows it
+			a.dropTask(ss, t) // the server no longer knows it
 		}
 		return nil, &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
 	}
@@ -442,7 +357,7 @@ func (a *Aggregator) listTasks(ctx context.Context, ss *mcp.ServerSession, curso
 	var servers []string
 	byServer := map[string][]*clientTask{}
 	if !a.stateless {
-		for _, t := range a.tasks.list(ss) {
+		for _, t := range a.liveTasks(ss) {
 			if byServer[t.entry.Server] == nil {
 				servers = append(servers, t.entry.Server)
 			}
@@ -533,7 +448,7 @@ func (a *Aggregator) serverTasks(ctx context.Context, ss *mcp.ServerSession, ts 
 		if p.NextCursor == "" {
 			for id, t := range mine {
 				if !seen[id] {
-					a.tasks.drop(ss, t) // the server no longer has it
+					a.dropTask(ss, t) // the server no longer has it
 				}
 			}
 			return first, items, nil

@@ -513,7 +513,7 @@ func (s *httpSession) post(body string) *http.Response {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	if s.id != "" {
-		req.Header.Set(sessionIDHeader, s.id)
+		req.Header.Set("Mcp-Session-Id", s.id)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -565,12 +565,12 @@ func next(t *testing.T, msgs <-chan string, what string, ok func(string) bool) s
 func TestTasksOverHTTP(t *testing.T) {
 	f := newTaskFixture(t)
 	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", nil)
-	ts := httptest.NewServer(h.agg.HTTPHandler(nil))
+	ts := httptest.NewServer(h.serveHTTP(nil))
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { f.Ask(); f.Release() }) // before ts.Close, which waits for the calls
 	s := &httpSession{t: t, url: ts.URL + "/mcp"}
 	resp := s.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + clientWithTasks + `,"clientInfo":{"name":"h","version":"1"}}}`)
-	s.id = resp.Header.Get(sessionIDHeader)
+	s.id = resp.Header.Get("Mcp-Session-Id")
 	if init := next(t, events(t, resp.Body), "initialize result", func(string) bool { return true }); !strings.Contains(init, `"tasks":`+string(tasksCapability)) {
 		t.Errorf("initialize: %s", init)
 	}
@@ -583,7 +583,7 @@ func TestTasksOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set(sessionIDHeader, s.id)
+	get.Header.Set("Mcp-Session-Id", s.id)
 	get.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	gresp, err := http.DefaultClient.Do(get)
 	if err != nil {

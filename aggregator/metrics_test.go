@@ -13,10 +13,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/front"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
-// scrape reads /metrics of an HTTPHandler.
+// scrape reads /metrics of an HTTP front.
 func scrape(t *testing.T, url, token string) map[string]*dto.MetricFamily {
 	t.Helper()
 	req, err := http.NewRequest("GET", url+"/metrics", nil)
@@ -120,7 +121,7 @@ func TestMetricsCountCallsSessionsAndRules(t *testing.T) {
 			"download": echo("d:"),
 		}),
 	}, `tool_blacklist: [["code", "download"]]`, map[string]string{"code": "tool_timeouts: {hang: 20ms}\n"})
-	srv := httptest.NewServer(h.agg.HTTPHandler(&HTTPOptions{Tokens: NewTokens("s3cret")}))
+	srv := httptest.NewServer(h.serveHTTP(&front.Options{Tokens: front.NewTokens("s3cret")}))
 	t.Cleanup(srv.Close)
 
 	resp, err := http.Get(srv.URL + "/metrics")

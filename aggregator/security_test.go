@@ -16,15 +16,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/front"
 )
 
 // securityServer serves a harness over HTTP on loopback.
-func securityServer(t *testing.T, settingsYAML string, opts *HTTPOptions) (*harness, *httptest.Server) {
+// Package front serves it; these tests are of the two together.
+func securityServer(t *testing.T, settingsYAML string, opts *front.Options) (*harness, *httptest.Server) {
 	t.Helper()
 	h := newHarness(t, map[string]*mcp.Server{
 		"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("alpha:")}),
 	}, settingsYAML, nil)
-	ts := httptest.NewServer(h.agg.HTTPHandler(opts))
+	h.front = h.serveHTTP(opts)
+	ts := httptest.NewServer(h.front)
 	t.Cleanup(ts.Close)
 	return h, ts
 }
@@ -53,7 +56,7 @@ func post(t *testing.T, url, body string, header map[string]string) (*http.Respo
 }
 
 func TestHTTPOriginAllowList(t *testing.T) {
-	_, ts := securityServer(t, "allowed_origins: [\"https://app.example.com\"]\n", &HTTPOptions{AllowedOrigins: []string{"http://devbox:*"}})
+	_, ts := securityServer(t, "allowed_origins: [\"https://app.example.com\"]\n", &front.Options{AllowedOrigins: []string{"http://devbox:*"}})
 	for _, c := range []struct {
 		origin string
 		want   int
@@ -146,7 +149,7 @@ func TestHTTPDNSRebindingHost(t *testing.T) {
 }
 
 func TestHTTPBearerToken(t *testing.T) {
-	_, ts := securityServer(t, "", &HTTPOptions{Tokens: NewTokens("s3cret-token")})
+	_, ts := securityServer(t, "", &front.Options{Tokens: front.NewTokens("s3cret-token")})
 	for _, c := range []struct {
 		auth string
 		want int
@@ -186,7 +189,7 @@ func TestHTTPBearerToken(t *testing.T) {
 // A session belongs to the token that opened it: the holder of another
 // valid token cannot use its session id.
 func TestHTTPSessionBelongsToItsToken(t *testing.T) {
-	_, ts := securityServer(t, "", &HTTPOptions{Tokens: NewTokens("token-of-alice", "token-of-bob")})
+	_, ts := securityServer(t, "", &front.Options{Tokens: front.NewTokens("token-of-alice", "token-of-bob")})
 	resp, body := post(t, ts.URL+"/mcp", initBody, map[string]string{"Authorization": "Bearer token-of-alice"})
 	id := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != http.StatusOK || id == "" {
@@ -252,8 +255,8 @@ func TestHTTPBodyLimit(t *testing.T) {
 // gets 401 from then on, for the session it opened too; an empty set is
 // refused and changes nothing.
 func TestHTTPTokensRotate(t *testing.T) {
-	tokens := NewTokens("old-token")
-	_, ts := securityServer(t, "", &HTTPOptions{Tokens: tokens})
+	tokens := front.NewTokens("old-token")
+	_, ts := securityServer(t, "", &front.Options{Tokens: tokens})
 	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
 	resp, body := post(t, ts.URL+"/mcp", initBody, bearer("old-token"))
 	id := resp.Header.Get("Mcp-Session-Id")
@@ -286,7 +289,7 @@ func TestHTTPTokensRotate(t *testing.T) {
 // /healthz names the config files that could not be used, with their line
 // and error, and forgets them once they are fixed.
 func TestHealthNamesInvalidFiles(t *testing.T) {
-	h, ts := securityServer(t, "", &HTTPOptions{})
+	h, ts := securityServer(t, "", &front.Options{})
 	health := func() Health {
 		t.Helper()
 		resp, err := http.Get(ts.URL + "/healthz")

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,7 +67,7 @@ func TestMaxSessions(t *testing.T) {
 		}
 	}
 	_ = json.Unmarshal([]byte(body), &rpc)
-	if resp.StatusCode != http.StatusServiceUnavailable || rpc.ID != "third" || rpc.Error.Code != codeServerBusy || !strings.Contains(rpc.Error.Message, "max_sessions") {
+	if resp.StatusCode != http.StatusServiceUnavailable || rpc.ID != "third" || rpc.Error.Code != -32000 || !strings.Contains(rpc.Error.Message, "max_sessions") {
 		t.Errorf("third session: %d %s, want 503 with a JSON-RPC error naming max_sessions", resp.StatusCode, body)
 	}
 	// A session's own requests are not refused.
@@ -77,7 +76,7 @@ func TestMaxSessions(t *testing.T) {
 	}
 
 	a.Close()
-	waitUntil(t, "the closed session is forgotten", func() bool { return h.agg.sessions.count() == 1 })
+	waitUntil(t, "the closed session is forgotten", func() bool { return h.front.OpenSessions() == 1 })
 	if _, err := httpClient(t, ts.URL+"/mcp"); err != nil {
 		t.Errorf("a session after one ended: %v", err)
 	}
@@ -93,53 +92,18 @@ func TestMaxSessions(t *testing.T) {
 func TestSessionTimeoutFollowsReloads(t *testing.T) {
 	h, ts := securityServer(t, "session_timeout: 1h\n", nil)
 	resp, body := post(t, ts.URL+"/mcp", initBody, nil)
-	id := resp.Header.Get(sessionIDHeader)
-	if resp.StatusCode != http.StatusOK || id == "" || h.agg.sessions.count() != 1 {
-		t.Fatalf("initialize: %d %q, session %q, %d tracked", resp.StatusCode, body, id, h.agg.sessions.count())
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" || h.front.OpenSessions() != 1 {
+		t.Fatalf("initialize: %d %q, session %q, %d tracked", resp.StatusCode, body, id, h.front.OpenSessions())
 	}
-	h.agg.SetSettings(settings(t, "session_timeout: 10ms\n"))
-	waitUntil(t, "the idle session is closed", func() bool { return h.agg.sessions.count() == 0 })
+	shorter := settings(t, "session_timeout: 10ms\n")
+	h.agg.SetSettings(shorter)
+	h.front.Reload(shorter)
+	waitUntil(t, "the idle session is closed", func() bool { return h.front.OpenSessions() == 0 })
 	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
-	if resp, body := post(t, ts.URL+"/mcp", ping, map[string]string{sessionIDHeader: id, "Mcp-Protocol-Version": "2025-11-25"}); resp.StatusCode != http.StatusNotFound {
+	if resp, body := post(t, ts.URL+"/mcp", ping, map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"}); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a request of the closed session: %d %q, want 404", resp.StatusCode, body)
 	}
-}
-
-// A session with a request open is not idle, however long the request
-// takes; it idles from the end of its last request.
-func TestSessionIdleOnlyWithoutRequests(t *testing.T) {
-	var cur atomic.Pointer[config.Settings]
-	cur.Store(config.DefaultSettings())
-	tr := newSessionTracker(cur.Load, &sessionEnds{})
-	h := newHarness(t, map[string]*mcp.Server{"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("")})}, "", nil)
-	srv := h.agg.Server(DefaultProfile)
-	initialized := make(chan *mcp.ServerSession, 1)
-	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, m string, r mcp.Request) (mcp.Result, error) {
-			if m == "initialize" {
-				initialized <- r.GetSession().(*mcp.ServerSession)
-			}
-			return next(ctx, m, r)
-		}
-	})
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
-	if _, err := httpClient(t, ts.URL); err != nil {
-		t.Fatal(err)
-	}
-	ss := <-initialized
-	tr.add(ss)
-	tr.mu.Lock()
-	tracked := tr.sessions[ss.ID()]
-	tr.mu.Unlock()
-	end := tr.begin(ss.ID())
-	cur.Store(settings(t, "session_timeout: 1ns\n"))
-	tr.expire(ss.ID(), tracked) // what its timer does, while a request is open
-	if tr.count() != 1 {
-		t.Fatal("a session with a request open was closed")
-	}
-	end()
-	waitUntil(t, "the idle session is closed", func() bool { return tr.count() == 0 })
 }
 
 // A client that stops sending mid-body is cut off after
@@ -159,7 +123,8 @@ func TestRequestBodyTimeout(t *testing.T) {
 			},
 		}),
 	}, "request_body_timeout: 100ms\n", nil)
-	ts := httptest.NewServer(h.agg.HTTPHandler(nil))
+	h.front = h.serveHTTP(nil)
+	ts := httptest.NewServer(h.front)
 	t.Cleanup(ts.Close)
 
 	conn, err := net.Dial("tcp", ts.Listener.Addr().String())

@@ -13,15 +13,16 @@ import (
 )
 
 // statelessServer serves the fixtures over stateless HTTP.
-func statelessServer(t *testing.T, servers map[string]*mcp.Server) (*Aggregator, *httptest.Server) {
+func statelessServer(t *testing.T, servers map[string]*mcp.Server) (*harness, *httptest.Server) {
 	t.Helper()
 	h := newHarness(t, servers, "", nil)
-	a := New(&Options{Pool: h.pool, Settings: h.agg.Settings(), Stateless: true})
-	a.Sync()
-	a.MarkReady()
-	ts := httptest.NewServer(a.HTTPHandler(nil))
+	h.agg = New(&Options{Pool: h.pool, Settings: h.agg.Settings(), Stateless: true})
+	h.agg.Sync()
+	h.agg.MarkReady()
+	h.front = h.serveHTTP(nil)
+	ts := httptest.NewServer(h.front)
 	t.Cleanup(ts.Close)
-	return a, ts
+	return h, ts
 }
 
 // Stateless, no response carries a session id and every request stands
@@ -42,11 +43,11 @@ func TestStateless(t *testing.T) {
 	asker.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "r"}}}, nil
 	})
-	a, ts := statelessServer(t, map[string]*mcp.Server{"asker": asker})
+	h, ts := statelessServer(t, map[string]*mcp.Server{"asker": asker})
 
 	resp, body := post(t, ts.URL+"/mcp", initBody, nil)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(sessionIDHeader) != "" {
-		t.Errorf("initialize: %d, session id %q, want 200 without one: %s", resp.StatusCode, resp.Header.Get(sessionIDHeader), body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("initialize: %d, session id %q, want 200 without one: %s", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), body)
 	}
 	// A call without any initialize before it, as on a replica that
 	// never saw this client.
@@ -86,7 +87,7 @@ func TestStateless(t *testing.T) {
 	if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "test://r"}); err != nil {
 		t.Errorf("reading a resource: %v", err)
 	}
-	if n := a.sessions.count(); n != 0 {
+	if n := h.front.OpenSessions(); n != 0 {
 		t.Errorf("%d sessions tracked, want none", n)
 	}
 }
@@ -94,10 +95,10 @@ func TestStateless(t *testing.T) {
 // A draining stateless replica refuses initialize, where a client starts,
 // and serves every other request.
 func TestStatelessDrain(t *testing.T) {
-	a, ts := statelessServer(t, map[string]*mcp.Server{"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("alpha:")})})
-	a.Drain()
+	h, ts := statelessServer(t, map[string]*mcp.Server{"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("alpha:")})})
+	h.agg.Drain()
 	resp, body := post(t, ts.URL+"/mcp", initBody, nil)
-	if _, code, _ := rpcErrorBody(t, body); resp.StatusCode != http.StatusServiceUnavailable || code != codeServerBusy {
+	if _, code, _ := rpcErrorBody(t, body); resp.StatusCode != http.StatusServiceUnavailable || code != -32000 {
 		t.Errorf("initialize while draining: %d %s, want 503", resp.StatusCode, body)
 	}
 	resp, body = post(t, ts.URL+"/mcp", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}}`,

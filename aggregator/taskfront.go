@@ -201,9 +201,9 @@ func (a *Aggregator) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCl
 	}
 }
 
-// liftBody lifts the fields of a POST's body, and gives the SDK the lifted
-// body to read.
-func liftBody(r *http.Request, body []byte) []byte {
+// LiftBody lifts the fields of a POST's body, and gives the SDK the lifted
+// body to read (see front.Engine).
+func (a *Aggregator) LiftBody(r *http.Request, body []byte) []byte {
 	if r.Method != http.MethodPost {
 		return body
 	}
@@ -224,11 +224,16 @@ type clientStreams struct {
 	streams map[string][]*clientStream
 }
 
-// track returns the response writer of a GET of session id, which the
-// streams hold while it is open, and the func that ends it, to call when
-// the SDK's handler has returned.
-func (cs *clientStreams) track(id string, sw *sseWriter) (http.ResponseWriter, func()) {
-	s := &clientStream{sw: sw}
+// TrackStream returns the response writer of a GET of session id, which
+// the aggregator holds while it is open to send the session what the SDK
+// cannot, and the func that ends it, to call when the SDK's handler has
+// returned (see front.Engine).
+func (a *Aggregator) TrackStream(id string, w http.ResponseWriter) (http.ResponseWriter, func()) {
+	return a.streams.track(id, w)
+}
+
+func (cs *clientStreams) track(id string, w http.ResponseWriter) (http.ResponseWriter, func()) {
+	s := &clientStream{w: w}
 	cs.mu.Lock()
 	if cs.streams == nil {
 		cs.streams = map[string][]*clientStream{}
@@ -274,22 +279,22 @@ func (cs *clientStreams) notify(id string, msg []byte) bool {
 // writes each event with one Write; mcpmux's events go between them, once
 // the SDK has started the stream.
 type clientStream struct {
-	sw      *sseWriter
+	w       http.ResponseWriter
 	mu      sync.Mutex
 	started bool // the SDK has written the stream's headers and first event
 	closed  bool // the SDK's handler has returned
 }
 
-func (s *clientStream) Header() http.Header         { return s.sw.Header() }
-func (s *clientStream) WriteHeader(code int)        { s.sw.WriteHeader(code) }
-func (s *clientStream) Flush()                      { s.sw.Flush() }
-func (s *clientStream) Unwrap() http.ResponseWriter { return s.sw }
+func (s *clientStream) Header() http.Header         { return s.w.Header() }
+func (s *clientStream) WriteHeader(code int)        { s.w.WriteHeader(code) }
+func (s *clientStream) Flush()                      { _ = http.NewResponseController(s.w).Flush() }
+func (s *clientStream) Unwrap() http.ResponseWriter { return s.w }
 
 func (s *clientStream) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, err := s.sw.Write(p)
-	if err == nil && strings.HasPrefix(s.sw.Header().Get("Content-Type"), "text/event-stream") {
+	n, err := s.w.Write(p)
+	if err == nil && strings.HasPrefix(s.w.Header().Get("Content-Type"), "text/event-stream") {
 		s.started = true
 	}
 	return n, err
@@ -303,10 +308,10 @@ func (s *clientStream) send(msg []byte) bool {
 	if !s.started || s.closed {
 		return false
 	}
-	if _, err := fmt.Fprintf(s.sw, "event: message\ndata: %s\n\n", msg); err != nil {
+	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", msg); err != nil {
 		return false
 	}
-	s.sw.Flush()
+	s.Flush()
 	return true
 }
 

@@ -1,8 +1,8 @@
 // Package app is one running mcpmux: it loads the config directory, builds
 // the pool of tool servers and the aggregator that serves their tools,
 // starts the servers, applies each reload as a difference (desired.go,
-// reload.go), serves stdio or Streamable HTTP (stdio.go, http.go, with the
-// HTTP tokens of tokens.go), and shuts down in order (shutdown.go).
+// reload.go), serves stdio or Streamable HTTP (stdio.go, http.go: the
+// engine behind package front), and shuts down in order (shutdown.go).
 //
 // The command line (package cli) makes one Instance per command that needs
 // servers: serving, check and tools.
@@ -21,8 +21,10 @@ import (
 
 	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/front"
 	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/internal/reaper"
+	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/oauth"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -52,17 +54,18 @@ type Options struct {
 
 // Instance is one running mcpmux: its configuration, pool and aggregator.
 type Instance struct {
-	log  *slog.Logger
-	dir  string
-	snap *config.Snapshot // as loaded at start
-	pool *upstream.Pool
-	agg  *aggregator.Aggregator
+	log     *slog.Logger
+	dir     string
+	snap    *config.Snapshot // as loaded at start
+	pool    *upstream.Pool
+	agg     *aggregator.Aggregator
+	metrics *metrics.Metrics
 
 	started    chan struct{}   // closed when Start is done
 	reloadMu   sync.Mutex      // one start or reload at a time
 	running    *desired        // what the pool runs; guarded by reloadMu
 	lastErrors map[string]bool // file errors already logged; guarded by reloadMu
-	tokens     *tokenRotation  // HTTP tokens from a file, re-read on reload; nil otherwise; guarded by reloadMu
+	front      *front.Front    // the HTTP front, reloaded with the rest; nil until ListenHTTP; guarded by reloadMu
 	reaper     *reaper.Reaper  // ends the children's groups if mcpmux is killed; nil if it could not start
 	mode       Mode
 	load       *config.Options // how every snapshot is loaded; fixed at start
@@ -97,8 +100,10 @@ func New(opts *Options) (*Instance, error) {
 		ClientInfo:     &mcp.Implementation{Name: "mcpmux", Version: opts.Version},
 		ConnectTimeout: snap.Settings.ConnectTimeout,
 	})
+	in.metrics = metrics.New(upstream.MetricsOf(in.pool))
 	in.agg = aggregator.New(&aggregator.Options{
 		Pool:      in.pool,
+		Metrics:   in.metrics,
 		Settings:  snap.Settings,
 		Logger:    log,
 		Version:   opts.Version,

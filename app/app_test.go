@@ -119,3 +119,14 @@ func TestListenHTTPRefusals(t *testing.T) {
 		t.Errorf("no token on 0.0.0.0: %v, want ErrNoToken", err)
 	}
 }
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -8,9 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpmux/mcpmux/front"
 	"golang.org/x/net/netutil"
-
-	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 // HTTP is how an instance serves Streamable HTTP: where, to whom, and how
@@ -61,33 +60,34 @@ type HTTPFront struct {
 // token file is read again on every reload: before any can run, since
 // reloads begin with Serve.
 func (in *Instance) ListenHTTP(h *HTTP) (*HTTPFront, error) {
-	opts, accepted, file, err := h.security(in.snap.Settings)
+	if err := front.CheckOrigins(h.Origins); err != nil {
+		return nil, &RefusedError{err}
+	}
+	tokens, err := front.ReadTokens(front.TokenSources{Flag: h.Token, File: h.TokenFile}, in.snap.Settings, in.log)
 	if err != nil {
 		return nil, &RefusedError{err}
 	}
-	logs.MaskerOf(in.log).Add(accepted...)
-	auth := !opts.Tokens.Empty()
-	if !auth && !isLoopback(h.Addr) {
+	auth := !tokens.Empty()
+	if !auth && !front.IsLoopback(h.Addr) {
 		return nil, &RefusedError{fmt.Errorf("%s: %w", h.Addr, ErrNoToken)}
 	}
 	ln, err := net.Listen("tcp", h.Addr)
 	if err != nil {
 		return nil, err
 	}
-	if file != "" {
-		in.reloadMu.Lock()
-		in.tokens = &tokenRotation{http: h, tokens: opts.Tokens, current: accepted, log: in.log}
-		in.reloadMu.Unlock()
-	}
+	fr := front.New(&front.Options{Engine: in.agg, Metrics: in.metrics, Tokens: tokens, AllowedOrigins: h.Origins, Logger: in.log})
+	in.reloadMu.Lock()
+	in.front = fr
+	in.reloadMu.Unlock()
 	// At most max_connections at once: more wait in the kernel's backlog,
 	// so that clients holding connections cannot use up the descriptors
 	// that children and config files need.
 	ln = netutil.LimitListener(ln, in.snap.Settings.Connections())
 	srv := &http.Server{
-		Handler:           in.agg.HTTPHandler(opts),
+		Handler:           fr,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Request bodies are bounded by request_body_timeout (see
-		// aggregator.HTTPHandler); an idle keep-alive connection goes after
+		// package front); an idle keep-alive connection goes after
 		// this, so that it does not hold a place of max_connections.
 		IdleTimeout: idleConnTimeout,
 	}
@@ -132,17 +132,4 @@ func (f *HTTPFront) Serve(ctx context.Context, watch bool) error {
 	f.requests.wait(answerWait)
 	_ = f.srv.Close()
 	return stopped
-}
-
-// isLoopback reports whether a listen address binds to loopback only.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

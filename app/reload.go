@@ -24,8 +24,10 @@ func (in *Instance) Reload(ctx context.Context, snap *config.Snapshot) {
 	in.reloadMu.Lock()
 	defer in.reloadMu.Unlock()
 	d := resolve(in.running, snap)
-	if in.tokens != nil {
-		in.tokens.reload(d.settings)
+	if in.front != nil {
+		// Last, once the aggregator has the settings the front reads; and
+		// also when nothing else changed, for a rotated token file.
+		defer in.front.Reload(d.settings)
 	}
 	for _, fe := range snap.Errors {
 		if in.lastErrors[fe.Error()] {
@@ -41,7 +43,7 @@ func (in *Instance) Reload(ctx context.Context, snap *config.Snapshot) {
 	if d.same(in.running) {
 		// Counted before it is logged, so that whoever reads the log line
 		// finds the count.
-		in.agg.Metrics().Reload(reloadResult(snap, false, upstream.Changes{}))
+		in.metrics.Reload(reloadResult(snap, false, upstream.Changes{}))
 		in.log.Debug("config reloaded: no change")
 		return
 	}
@@ -77,7 +79,7 @@ func (in *Instance) Reload(ctx context.Context, snap *config.Snapshot) {
 		in.log.Error("server restart failed; the previous version keeps serving", "server", name, "error", err)
 		attrs = append(attrs, "failed_"+name, err.Error())
 	}
-	in.agg.Metrics().Reload(reloadResult(snap, true, ch))
+	in.metrics.Reload(reloadResult(snap, true, ch))
 	in.log.Info("config reloaded", attrs...)
 	releaseMemory()
 }

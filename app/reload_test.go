@@ -84,7 +84,7 @@ mcpmux_config_reloads_total{result="applied"} 1
 mcpmux_config_reloads_total{result="invalid"} 1
 mcpmux_config_reloads_total{result="unchanged"} 1
 `
-	if err := testutil.GatherAndCompare(in.agg.Metrics().Registry(), strings.NewReader(want), "mcpmux_config_reloads_total"); err != nil {
+	if err := testutil.GatherAndCompare(in.metrics.Registry(), strings.NewReader(want), "mcpmux_config_reloads_total"); err != nil {
 		t.Error(err)
 	}
 }

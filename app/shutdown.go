@@ -14,7 +14,7 @@ import (
 
 // drain is the first step of an HTTP shutdown: the replica says that it is
 // draining (/healthz answers 503, new sessions are refused; see
-// aggregator.Drain) and goes on serving until no request is running, for
+// aggregator.Drain and package front) and goes on serving until no request is running, for
 // at most grace. Meanwhile a load balancer sees the 503 and sends new
 // sessions elsewhere, the running calls finish and open sessions' calls are
 // answered; once the replica has gone, their clients get 404 from the

@@ -1,4 +1,4 @@
-package aggregator
+package front
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 
 // Event streams towards clients.
 //
-// With an event store (see HTTPHandler) the go-sdk answers a call's POST at
+// With an event store (see Front.handler) the go-sdk answers a call's POST at
 // once, for clients on protocol 2025-11-25: headers and a priming event
 // with an id, and ids on every event after it, which a client whose stream
 // drops sends back as Last-Event-ID to have the rest replayed. Two things

@@ -1,4 +1,4 @@
-package aggregator
+package front
 
 import (
 	"fmt"
@@ -53,10 +53,14 @@ func rebindingHost(r *http.Request) bool {
 	if !ok || local == nil || r.Host == "" {
 		return false
 	}
-	return isLoopbackHost(local.String()) && !isLoopbackHost(r.Host)
+	return IsLoopback(local.String()) && !IsLoopback(r.Host)
 }
 
-func isLoopbackHost(hostport string) bool {
+// IsLoopback reports whether a host, or host:port, names loopback only:
+// localhost or a loopback IP. It is the one loopback check of mcpmux: of
+// the Host a request names, and of the address mcpmux listens on (where an
+// empty host, all interfaces, is not loopback).
+func IsLoopback(hostport string) bool {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host = strings.Trim(hostport, "[]")
@@ -66,4 +70,15 @@ func isLoopbackHost(hostport string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// CheckOrigins reports the first of origins (--allowed-origin) that is no
+// origin pattern.
+func CheckOrigins(origins []string) error {
+	for _, o := range origins {
+		if _, err := config.ParseOrigin(o); err != nil {
+			return fmt.Errorf("--allowed-origin: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,7 +1,7 @@
-package aggregator
+package front
 
 import (
-	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -23,7 +23,6 @@ import (
 // open (a tool call, a GET stream), where the SDK counts only POSTs.
 type sessionTracker struct {
 	settings func() *config.Settings
-	ends     *sessionEnds
 
 	mu       sync.Mutex
 	sessions map[string]*trackedSession // by session id
@@ -42,8 +41,8 @@ type trackedSession struct {
 	timer     *time.Timer // closes it once idle for session_timeout; stopped while open > 0
 }
 
-func newSessionTracker(settings func() *config.Settings, ends *sessionEnds) *sessionTracker {
-	return &sessionTracker{settings: settings, ends: ends, sessions: map[string]*trackedSession{}}
+func newSessionTracker(settings func() *config.Settings) *sessionTracker {
+	return &sessionTracker{settings: settings, sessions: map[string]*trackedSession{}}
 }
 
 // admit holds a place for a request that may create a session. ok is
@@ -64,30 +63,30 @@ func (t *sessionTracker) admit() (done func(), limit int, ok bool) {
 	}), limit, true
 }
 
-// add starts tracking an initialized HTTP session until it ends. Stdio
-// sessions (no id) are not tracked: there is one, and it ends with stdin.
-func (t *sessionTracker) add(ss *mcp.ServerSession) {
+// add starts tracking an initialized HTTP session; ended stops it, once
+// the session has ended (see Engine.WatchSessions). Stdio sessions (no id)
+// are not tracked: there is one, and it ends with stdin.
+func (t *sessionTracker) add(ss *mcp.ServerSession) (ended func()) {
 	id := ss.ID()
 	if id == "" {
-		return
+		return nil
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.sessions[id] != nil {
-		t.mu.Unlock()
-		return
+		return nil
 	}
 	s := &trackedSession{ss: ss, idleSince: time.Now()}
 	s.timer = time.AfterFunc(t.settings().SessionTimeout, func() { t.expire(id, s) })
 	t.sessions[id] = s
-	t.mu.Unlock()
-	t.ends.on(ss, func() {
+	return func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		if t.sessions[id] == s {
 			s.timer.Stop()
 			delete(t.sessions, id)
 		}
-	})
+	}
 }
 
 // begin marks a request of session id as open; end marks it done. A
@@ -127,12 +126,11 @@ func (t *sessionTracker) expire(id string, s *trackedSession) {
 		return
 	}
 	t.mu.Unlock()
-	_ = s.ss.Close() // the SDK forgets it; add's goroutine then untracks it
+	_ = s.ss.Close() // the SDK forgets it; the engine then calls add's ended
 }
 
 // rearm applies a changed session_timeout to the idle sessions.
-func (t *sessionTracker) rearm() {
-	timeout := t.settings().SessionTimeout
+func (t *sessionTracker) rearm(timeout time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range t.sessions {
@@ -142,56 +140,14 @@ func (t *sessionTracker) rearm() {
 	}
 }
 
+// OpenSessions is the number of HTTP client sessions open.
+func (f *Front) OpenSessions() int { return f.sessions.count() }
+
 // count is the number of tracked sessions.
 func (t *sessionTracker) count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.sessions)
-}
-
-// sessionEnds runs functions when client sessions end. However many wait
-// for a session, one goroutine does: a thousand idle sessions must not
-// cost several goroutines each.
-type sessionEnds struct {
-	mu    sync.Mutex
-	hooks map[*mcp.ServerSession][]func()
-}
-
-// on runs f once ss has ended (at once if it has).
-func (e *sessionEnds) on(ss *mcp.ServerSession, f func()) {
-	e.mu.Lock()
-	if e.hooks == nil {
-		e.hooks = map[*mcp.ServerSession][]func(){}
-	}
-	fs, waiting := e.hooks[ss]
-	e.hooks[ss] = append(fs, f)
-	e.mu.Unlock()
-	if waiting {
-		return
-	}
-	go func() {
-		_ = ss.Wait()
-		e.mu.Lock()
-		fs := e.hooks[ss]
-		delete(e.hooks, ss)
-		e.mu.Unlock()
-		for _, f := range fs {
-			f()
-		}
-	}()
-}
-
-// sessionMiddleware tracks each session from its initialize on.
-func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if method == "initialize" && err == nil {
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
-				a.sessions.add(ss)
-			}
-		}
-		return res, err
-	}
 }
 
 // codeServerBusy is the JSON-RPC error (in the range for server errors) of
@@ -200,11 +156,36 @@ const codeServerBusy = -32000
 
 // refuseSession answers a request that would open a session past
 // max_sessions: 503, with a JSON-RPC error saying why and what to do.
-func (a *Aggregator) refuseSession(w http.ResponseWriter, body []byte, limit int) {
-	a.metrics.SessionRefused()
-	if now := time.Now().Unix(); a.sessions.refusedLog.Swap(now) < now-10 {
-		a.log.Warn("client session refused: max_sessions reached (logged at most every 10s)", "max_sessions", limit)
+func (f *Front) refuseSession(w http.ResponseWriter, body []byte, limit int) {
+	if f.metrics != nil {
+		f.metrics.SessionRefused()
+	}
+	if now := time.Now().Unix(); f.sessions.refusedLog.Swap(now) < now-10 {
+		f.log.Warn("client session refused: max_sessions reached (logged at most every 10s)", "max_sessions", limit)
 	}
 	writeRPCError(w, http.StatusServiceUnavailable, peekID(body), codeServerBusy,
 		fmt.Sprintf("mcpmux already has %d client sessions, its max_sessions: close sessions you no longer use (DELETE them), try again later, or raise max_sessions in mcpmux.yaml", limit))
+}
+
+// opensSession reports whether r would open a client session: with
+// sessions, any POST without a session id (the SDK makes a session of it);
+// stateless, an initialize, where a client starts.
+func opensSession(r *http.Request, body []byte, stateless bool) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	if !stateless {
+		return r.Header.Get(sessionIDHeader) == ""
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == "initialize"
+}
+
+// refuseDraining answers a request that would open a session on a
+// draining replica: 503, with a JSON-RPC error saying what to do.
+func refuseDraining(w http.ResponseWriter, body []byte) {
+	writeRPCError(w, http.StatusServiceUnavailable, peekID(body), codeServerBusy,
+		"this mcpmux is shutting down and takes no new sessions: connect again (behind a load balancer, to another replica)")
 }

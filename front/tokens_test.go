@@ -1,4 +1,4 @@
-package app
+package front
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
 )
@@ -33,38 +32,40 @@ func TestHTTPTokenSources(t *testing.T) {
 
 	for _, c := range []struct {
 		what     string
-		h        HTTP
+		src      TokenSources
 		settings *config.Settings
 		want     []string
 		file     string
 	}{
-		{"--token wins", HTTP{Token: "from-flag", TokenFile: flagFile}, settings, []string{"from-flag"}, ""},
-		{"--token-file over token_file, trimmed", HTTP{TokenFile: flagFile}, settings, []string{"from-flag-file"}, flagFile},
-		{"token_file", HTTP{}, settings, []string{"alice-token", "bob-token"}, cfgFile},
-		{"no token", HTTP{}, &config.Settings{}, nil, ""},
+		{"--token wins", TokenSources{Flag: "from-flag", File: flagFile}, settings, []string{"from-flag"}, ""},
+		{"--token-file over token_file, trimmed", TokenSources{File: flagFile}, settings, []string{"from-flag-file"}, flagFile},
+		{"token_file", TokenSources{}, settings, []string{"alice-token", "bob-token"}, cfgFile},
+		{"no token", TokenSources{}, &config.Settings{}, nil, ""},
 	} {
-		opts, accepted, file, err := c.h.security(c.settings)
-		if err != nil || !slices.Equal(accepted, c.want) || file != c.file || opts.Tokens.Empty() != (c.want == nil) {
-			t.Errorf("%s: tokens %q from %q, error %v; want %q from %q", c.what, accepted, file, err, c.want, c.file)
+		tokens, err := ReadTokens(c.src, c.settings, slog.New(slog.DiscardHandler))
+		if err != nil || !slices.Equal(tokens.current, c.want) || tokens.file != c.file || tokens.Empty() != (c.want == nil) {
+			t.Errorf("%s: tokens %v, error %v; want %q from %q", c.what, tokens, err, c.want, c.file)
 		}
 	}
 
 	for _, c := range []struct {
-		h        HTTP
+		src      TokenSources
 		settings *config.Settings
 		want     string
 	}{
-		{HTTP{TokenFile: filepath.Join(dir, "missing")}, &config.Settings{}, "--token-file: cannot read the token file"},
-		{HTTP{TokenFile: writeFile(t, filepath.Join(dir, "empty"), "\n \n# none\n")}, &config.Settings{}, "holds no token"},
-		{HTTP{}, &config.Settings{TokenFile: writeFile(t, filepath.Join(dir, "spaced"), "two words\n"), File: "mcpmux.yaml"}, "token_file in mcpmux.yaml: " + filepath.Join(dir, "spaced") + ":1: a token must not contain whitespace"},
-		{HTTP{Token: "a b"}, &config.Settings{}, "must not be blank or contain whitespace"},
-		{HTTP{Token: " \t"}, &config.Settings{}, "must not be blank or contain whitespace"},
-		{HTTP{Origins: []string{"evil.example"}}, &config.Settings{}, "--allowed-origin: \"evil.example\" is not an origin"},
+		{TokenSources{File: filepath.Join(dir, "missing")}, &config.Settings{}, "--token-file: cannot read the token file"},
+		{TokenSources{File: writeFile(t, filepath.Join(dir, "empty"), "\n \n# none\n")}, &config.Settings{}, "holds no token"},
+		{TokenSources{}, &config.Settings{TokenFile: writeFile(t, filepath.Join(dir, "spaced"), "two words\n"), File: "mcpmux.yaml"}, "token_file in mcpmux.yaml: " + filepath.Join(dir, "spaced") + ":1: a token must not contain whitespace"},
+		{TokenSources{Flag: "a b"}, &config.Settings{}, "must not be blank or contain whitespace"},
+		{TokenSources{Flag: " \t"}, &config.Settings{}, "must not be blank or contain whitespace"},
 	} {
-		_, _, _, err := c.h.security(c.settings)
+		_, err := ReadTokens(c.src, c.settings, slog.New(slog.DiscardHandler))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: error %v, want %q", c.h, err, c.want)
+			t.Errorf("%+v: error %v, want %q", c.src, err, c.want)
 		}
+	}
+	if err := CheckOrigins([]string{"http://devbox:*", "evil.example"}); err == nil || !strings.Contains(err.Error(), "--allowed-origin: \"evil.example\" is not an origin") {
+		t.Errorf("CheckOrigins: %v", err)
 	}
 }
 
@@ -77,24 +78,22 @@ func TestTokenRotationKeepsTheTokensInForceOnAProblem(t *testing.T) {
 	settings := &config.Settings{TokenFile: file, File: "mcpmux.yaml"}
 	var logBuf bytes.Buffer
 	log := logs.Masked(slog.New(slog.NewTextHandler(&logBuf, nil)), &logs.Masker{})
-	h := &HTTP{}
-	_, accepted, _, err := h.security(settings)
+	r, err := ReadTokens(TokenSources{}, settings, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &tokenRotation{http: h, tokens: aggregator.NewTokens(accepted...), current: accepted, log: log}
 
 	writeFile(t, file, "second\nthird\n")
-	r.reload(settings)
+	r.Reload(settings)
 	if !slices.Equal(r.current, []string{"second", "third"}) {
 		t.Errorf("after a rotation the tokens are %q", r.current)
 	}
 	for _, broken := range []string{"\n# none\n", "two words\n"} {
 		writeFile(t, file, broken)
-		r.reload(settings)
-		r.reload(settings)
+		r.Reload(settings)
+		r.Reload(settings)
 	}
-	r.reload(&config.Settings{File: "mcpmux.yaml"})
+	r.Reload(&config.Settings{File: "mcpmux.yaml"})
 	if !slices.Equal(r.current, []string{"second", "third"}) {
 		t.Errorf("a problem changed the tokens to %q", r.current)
 	}

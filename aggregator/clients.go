@@ -1,0 +1,261 @@
+package aggregator
+
+//lint:file-ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and keeps each client session's log level to pass the lowest to the servers.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/upstream"
+)
+
+// clientSession is what mcpmux keeps of one client session: its log level,
+// its tasks, whether it has per-client connections, and what else ends
+// with it (its count in the metrics, the HTTP front's tracking). There is
+// one per session, made by its first request that needs one; it goes as a
+// whole when the session ends, which one goroutine waits for.
+type clientSession struct {
+	ss *mcp.ServerSession
+
+	mu        sync.Mutex
+	level     mcp.LoggingLevel // its logging/setLevel, "" if none
+	tasks     []*clientTask    // oldest first
+	perClient bool             // per-client connections may be open for it
+	onEnd     []func()
+	ended     bool
+}
+
+// clientSessions are the client sessions of all profiles.
+type clientSessions struct {
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*clientSession
+	watchers []func(*mcp.ServerSession) func() // see WatchSessions
+}
+
+// WatchSessions calls started with each client session when mcpmux first
+// sees it (its initialize, for a session that has one), and the func it
+// returns, if not nil, when the session has ended.
+func (a *Aggregator) WatchSessions(started func(*mcp.ServerSession) (ended func())) {
+	a.clients.mu.Lock()
+	defer a.clients.mu.Unlock()
+	a.clients.watchers = append(a.clients.watchers, started)
+}
+
+// client returns the state of session ss, making it if there is none.
+func (a *Aggregator) client(ss *mcp.ServerSession) *clientSession {
+	c := &a.clients
+	c.mu.Lock()
+	cs := c.sessions[ss]
+	if cs != nil {
+		c.mu.Unlock()
+		return cs
+	}
+	if c.sessions == nil {
+		c.sessions = map[*mcp.ServerSession]*clientSession{}
+	}
+	cs = &clientSession{ss: ss}
+	c.sessions[ss] = cs
+	watchers := c.watchers
+	c.mu.Unlock()
+	for _, w := range watchers {
+		if ended := w(ss); ended != nil {
+			cs.whenEnded(ended)
+		}
+	}
+	go a.clientEnded(cs)
+	return cs
+}
+
+// lookupClient returns the state of session ss, or nil if it has none.
+func (a *Aggregator) lookupClient(ss *mcp.ServerSession) *clientSession {
+	a.clients.mu.Lock()
+	defer a.clients.mu.Unlock()
+	return a.clients.sessions[ss]
+}
+
+// whenEnded runs f when the session has ended (at once if it has).
+func (cs *clientSession) whenEnded(f func()) {
+	cs.mu.Lock()
+	if !cs.ended {
+		cs.onEnd = append(cs.onEnd, f)
+		f = nil
+	}
+	cs.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// clientEnded waits for the session of cs to end, then drops its state:
+// the one cleanup of a client session.
+func (a *Aggregator) clientEnded(cs *clientSession) {
+	_ = cs.ss.Wait()
+	a.clients.mu.Lock()
+	delete(a.clients.sessions, cs.ss)
+	a.clients.mu.Unlock()
+	cs.mu.Lock()
+	cs.ended = true
+	onEnd, perClient := cs.onEnd, cs.perClient
+	cs.onEnd, cs.tasks = nil, nil
+	cs.mu.Unlock()
+	for _, f := range onEnd {
+		f()
+	}
+	if perClient {
+		id := clientID(cs.ss)
+		a.log.Info("client session ended", "session", id)
+		a.pool.ReleaseClient(id)
+	}
+}
+
+// clientID identifies a client session for per-client connections, which
+// are closed when the session ends.
+func (a *Aggregator) clientID(ss *mcp.ServerSession) upstream.ClientID {
+	if ss == nil {
+		return "none"
+	}
+	cs := a.client(ss)
+	cs.mu.Lock()
+	cs.perClient = true
+	cs.mu.Unlock()
+	return clientID(ss)
+}
+
+func clientID(ss *mcp.ServerSession) upstream.ClientID {
+	id := ss.ID()
+	if id == "" {
+		id = fmt.Sprintf("session-%p", ss)
+	}
+	return upstream.ClientID(id)
+}
+
+// setLevel records a session's logging/setLevel and returns the lowest
+// level of all sessions.
+func (a *Aggregator) setLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) mcp.LoggingLevel {
+	cs := a.client(ss)
+	cs.mu.Lock()
+	cs.level = level
+	cs.mu.Unlock()
+	return a.lowestLevel()
+}
+
+// lowestLevel is the lowest level any client session asked for, "" if
+// none did. Servers are asked for it (a shared connection serves every
+// client); each client then gets only what its own level lets through,
+// which the SDK filters per session.
+func (a *Aggregator) lowestLevel() mcp.LoggingLevel {
+	a.clients.mu.Lock()
+	defer a.clients.mu.Unlock()
+	var low mcp.LoggingLevel
+	for _, cs := range a.clients.sessions {
+		cs.mu.Lock()
+		lv := cs.level
+		cs.mu.Unlock()
+		if lv != "" && (low == "" || levelRank[lv] < levelRank[low]) {
+			low = lv
+		}
+	}
+	return low
+}
+
+// maxSessionTasks bounds the tasks a session may address; beyond it the
+// oldest are forgotten.
+const maxSessionTasks = 1000
+
+// addTask registers t as the session's: the only tasks it may address,
+// whatever the servers' connections carry.
+func (a *Aggregator) addTask(ss *mcp.ServerSession, t *clientTask) {
+	t.created = time.Now()
+	cs := a.client(ss)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.ended {
+		return
+	}
+	kept := cs.tasks[:0]
+	for _, old := range cs.tasks {
+		switch {
+		case old.expired(t.created):
+		case old.id == t.id:
+			// Two servers gave one id: the latest task is the one the id
+			// names now.
+			a.log.Warn("a server gave a task the id of another task of the session; the older can no longer be addressed",
+				"task_id", t.id, "server", t.entry.Server, "older_server", old.entry.Server)
+		default:
+			kept = append(kept, old)
+		}
+	}
+	if len(kept) >= maxSessionTasks {
+		kept = kept[1:]
+	}
+	cs.tasks = append(kept, t)
+}
+
+// task returns the session's task id, or nil.
+func (a *Aggregator) task(ss *mcp.ServerSession, id string) *clientTask {
+	cs := a.lookupClient(ss)
+	if cs == nil {
+		return nil
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, t := range cs.tasks {
+		if t.id == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// liveTasks returns the session's tasks, oldest first, without those past
+// their ttl.
+func (a *Aggregator) liveTasks(ss *mcp.ServerSession) []*clientTask {
+	cs := a.lookupClient(ss)
+	if cs == nil {
+		return nil
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	now := time.Now()
+	var out []*clientTask
+	for _, t := range cs.tasks {
+		if !t.expired(now) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// dropTask forgets a task its server no longer knows.
+func (a *Aggregator) dropTask(ss *mcp.ServerSession, t *clientTask) {
+	cs := a.lookupClient(ss)
+	if cs == nil {
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for i, x := range cs.tasks {
+		if x == t {
+			cs.tasks = append(cs.tasks[:i:i], cs.tasks[i+1:]...)
+			return
+		}
+	}
+}
+
+// sessionMiddleware makes each session's state at its initialize, so that
+// WatchSessions' watchers see every session from its start.
+func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "initialize" && err == nil {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+				a.client(ss)
+			}
+		}
+		return res, err
+	}
+}
