@@ -140,14 +140,19 @@ func (t *sessionTracker) rearm(timeout time.Duration) {
 	}
 }
 
-// OpenSessions is the number of HTTP client sessions open.
+// OpenSessions is what max_sessions bounds: the HTTP client sessions open,
+// and the requests in flight that may open one.
 func (f *Front) OpenSessions() int { return f.sessions.count() }
 
-// count is the number of tracked sessions.
+// count is the number of tracked sessions and places held by admit. A
+// request that opened a session holds its place until its handler has
+// returned, which may be just after its client has the answer: a client
+// that opens sessions back to back at the limit may find it one too low
+// for that moment, and is told to try again.
 func (t *sessionTracker) count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.sessions)
+	return len(t.sessions) + t.pending
 }
 
 // codeServerBusy is the JSON-RPC error (in the range for server errors) of
