@@ -131,6 +131,25 @@ func (f *Front) Reload(s *config.Settings) {
 	f.tokens.Reload(s)
 	f.sessions.rearm(s.SessionTimeout)
 	f.events.SetMaxBytes(eventStoreBytes(s))
+	f.forgetRemovedProfiles(s)
+}
+
+// forgetRemovedProfiles drops the handlers of profiles that are gone: a
+// request for one gets 404 before any handler (serveMCP), and a profile
+// added again has a new server.
+func (f *Front) forgetRemovedProfiles(s *config.Settings) {
+	current := map[*mcp.Server]bool{}
+	for _, name := range append(s.ProfileNames(), "") {
+		if srv := f.engine.Server(name); srv != nil {
+			current[srv] = true
+		}
+	}
+	f.handlers.Range(func(srv, _ any) bool {
+		if !current[srv.(*mcp.Server)] {
+			f.handlers.Delete(srv)
+		}
+		return true
+	})
 }
 
 // eventStoreBytes bounds the memory of the event store that lets HTTP
