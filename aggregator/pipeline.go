@@ -11,6 +11,7 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/rewrite"
+	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // The call pipeline.
@@ -153,6 +154,9 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		if e := a.hiddenByTool(v, tool); e != nil {
 			return nil, nil, a.blacklisted(c, e)
 		}
+		if res := a.notRunning(v, server, quoteName(name)); res != nil {
+			return nil, nil, res
+		}
 		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
 		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", quoteName(name))
 		if near := closest(name, tool, v, 3); len(near) > 0 {
@@ -168,6 +172,41 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		a.metrics.CallAnswered("", "", metrics.OutcomeAmbiguous)
 		return nil, nil, toolError("Tool '%s' not found as '%s', and several servers have a tool of that name: %s. Call one of these by its full name.", tool, name, strings.Join(names, ", "))
 	}
+}
+
+// notRunning answers a call of a name that no server lists because its
+// server part is the prefix of a server of the profile that is not up
+// (needs login, failed, still starting): such a server lists no tools, and
+// the caller is told why and what to do rather than that the tool does not
+// exist. Nil when the server part names no such server.
+func (a *Aggregator) notRunning(v *view, prefix, name string) *mcp.CallToolResult {
+	if prefix == "" {
+		return nil
+	}
+	for _, s := range a.pool.Servers() {
+		if s.Config().NamePrefix() != prefix || !v.hasServer(s.Name()) {
+			continue
+		}
+		st := s.Status()
+		var why string
+		switch st.State {
+		case upstream.StateNeedsLogin:
+			why = fmt.Sprintf("the server %s, where mcpmux runs, then try again", st.Error)
+		case upstream.StateStarting:
+			why = "the server is still starting; try again shortly"
+		case upstream.StateFailed, upstream.StateRestarting:
+			state := string(st.State)
+			if st.Error != "" {
+				state += ": " + st.Error
+			}
+			why = fmt.Sprintf("the server is not running (%s); mcpmux restarts it automatically, so try again shortly, or use another tool", state)
+		default:
+			return nil // up: the tool is unknown to it
+		}
+		a.metrics.CallAnswered(s.Name(), "", metrics.OutcomeUnavailable)
+		return toolError("Tool '%s' cannot be called yet: server '%s' lists no tools because %s. Its tools are listed once it is up.", name, s.Name(), why)
+	}
+	return nil
 }
 
 // blacklisted answers a call of a tool the profile's blacklist hides.

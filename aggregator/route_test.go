@@ -192,3 +192,23 @@ func TestMapNames(t *testing.T) {
 		}
 	}
 }
+
+// A name whose server part is a server that lists no tools because it is
+// not running is answered with why and what to do, not "Unknown tool";
+// other unknown names still get "Unknown tool".
+func TestCallOfAServerThatIsNotRunning(t *testing.T) {
+	h := newHarness(t, map[string]*mcp.Server{
+		"alpha":  fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("")}),
+		"broken": nil, // its start fails
+	}, "", nil)
+	cs := h.client(DefaultProfile)
+	res := call(t, cs, "broken__anything", nil)
+	if got := text(res); !res.IsError || !strings.Contains(got, "server 'broken' lists no tools because the server is not running (") || !strings.Contains(got, "mcpmux restarts it automatically") {
+		t.Errorf("a call of a server that is not running: %q", got)
+	}
+	for _, name := range []string{"alpha__nope", "nosuch__anything"} {
+		if got := text(call(t, cs, name, nil)); !strings.HasPrefix(got, "Unknown tool") {
+			t.Errorf("%s: %q, want Unknown tool", name, got)
+		}
+	}
+}

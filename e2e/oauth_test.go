@@ -71,6 +71,11 @@ func TestOAuthRemoteServer(t *testing.T) {
 	if got := resultText(callTool(t, cs, "echo__echo", map[string]any{"text": "hi"})); got != "echo: hi" {
 		t.Errorf("the other server: %q", got)
 	}
+	// A call of one of its tools, by a name the client learnt elsewhere,
+	// is told to log in rather than that the tool does not exist.
+	if res := callTool(t, cs, "notes__add_note", map[string]any{"text": "x"}); !res.IsError || !strings.Contains(resultText(res), `server 'notes' lists no tools because the server needs login: no tokens are stored for it; run "mcpmux login notes", where mcpmux runs`) {
+		t.Errorf("a call before login: %q", resultText(res))
+	}
 
 	// The login, headless: the test is the person with the browser.
 	out := loginHeadless(t, dir, env, as)
