@@ -176,3 +176,45 @@ func TestCallResentWhenItsPostBrokeOff(t *testing.T) {
 		t.Errorf("call = %s, %v (broke %v, ran %d times); want it sent again and run once", res, err, broke.Load(), calls.Load())
 	}
 }
+
+// A server that restarts while a call's POST is on its way breaks that
+// POST off, and then refuses the request sent again on the old session as
+// unknown: the call goes once more, on a new session, and runs once.
+func TestCallResentWhenItsPostBrokeOffAndTheServerRestarted(t *testing.T) {
+	var calls atomic.Int32
+	newHandler := func() *mcp.StreamableHTTPHandler {
+		s := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
+		})
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	}
+	var current atomic.Pointer[mcp.StreamableHTTPHandler]
+	current.Store(newHandler())
+	var broke atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/call"`)) && broke.CompareAndSwap(false, true) {
+			current.Store(newHandler()) // the server restarts, forgetting every session
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close() // and the POST in flight breaks off
+			}
+			return
+		}
+		current.Load().ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	cfg, ferr := config.ParseServer("restarting.yaml", []byte("name: restarting\nurl: "+ts.URL+"\n"), nil)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	pool := NewPool(nil)
+	defer pool.Close(context.Background(), time.Second)
+	pool.Apply(context.Background(), []*config.Server{cfg}, time.Minute)
+	res, err := pool.Get("restarting").CallTool(context.Background(), CallParams{Params: &mcp.CallToolParams{Name: "echo"}})
+	if err != nil || resultText(res) != "ran" || !broke.Load() || calls.Load() != 1 {
+		t.Errorf("call = %s, %v (broke %v, ran %d times); want it sent again on a new session and run once", res, err, broke.Load(), calls.Load())
+	}
+}

@@ -126,17 +126,25 @@ func (s *Server) Unsubscribe(ctx context.Context, r Request, uri string) error {
 // new session, so that the client never sees that restart. So is a request
 // whose POST never reached the server (its connection broke, as when the
 // server restarts).
+//
+// Each of the two causes resends at most once, and they may come one after
+// the other: a server that restarts breaks the POST in flight, and then
+// refuses the request sent again on the old session as unknown.
 func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *conn, string) (R, error)) (R, error) {
-	res, err := runOnce(ctx, s, r, h, send)
-	switch {
-	case errors.Is(err, errSessionLost):
-		s.log.Info("resending the request on a new session")
-		res, err = runOnce(ctx, s, r, h, send)
-	case errors.Is(err, errNotDelivered):
-		s.log.Info("resending the request: it did not reach the server")
-		res, err = runOnce(ctx, s, r, h, send)
+	var resentLost, resentUndelivered bool
+	for {
+		res, err := runOnce(ctx, s, r, h, send)
+		switch {
+		case errors.Is(err, errSessionLost) && !resentLost:
+			resentLost = true
+			s.log.Info("resending the request on a new session")
+		case errors.Is(err, errNotDelivered) && !resentUndelivered:
+			resentUndelivered = true
+			s.log.Info("resending the request: it did not reach the server")
+		default:
+			return res, err
+		}
 	}
-	return res, err
 }
 
 func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *conn, string) (R, error)) (R, error) {
