@@ -373,7 +373,10 @@ func (c *conn) deliverStatus(id string, cl Caller, params json.RawMessage) {
 		Status string `json:"status"`
 	}
 	if json.Unmarshal(params, &st) == nil && terminalStatus(st.Status) {
-		c.forgetTask(id)
+		// The status is taken as it is read, while the progress the server
+		// sent before it may still wait for its handler (order.go): the
+		// task's progress token is forgotten once that has been handled.
+		c.gate.then(func() { c.forgetTask(id) })
 	}
 }
 

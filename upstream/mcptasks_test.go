@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -595,5 +596,37 @@ func BenchmarkTakeEvents(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A task's last status is taken as it is read, ahead of the progress the
+// server sent before it, which still waits for its handler: the task's
+// progress token stays routed until that progress has been handled.
+func TestTaskForgottenAfterTheProgressBeforeItsLastStatus(t *testing.T) {
+	owner := newTaskCaller("owner")
+	c := &conn{gate: newProgressGate(), requests: map[string]*inflight{}}
+	c.requests["tok"] = &inflight{caller: owner, progress: func(context.Context, *mcp.ProgressNotificationParams) {}}
+	c.own(TaskInfo{ID: "t1"}, "tok")
+	c.requests["tok"].done = true // the creating call has ended
+
+	c.gate.sawRead() // the task's progress, read but not yet handled
+	c.deliverStatus("t1", owner, json.RawMessage(`{"taskId":"t1","status":"completed"}`))
+	c.mu.Lock()
+	routed := c.requests["tok"] != nil
+	c.mu.Unlock()
+	if !routed {
+		t.Fatal("the task's progress token was forgotten before its progress was handled")
+	}
+	c.gate.sawHandled()
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		c.mu.Lock()
+		gone := c.requests["tok"] == nil && c.tasks["t1"] == nil
+		c.mu.Unlock()
+		if gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task was not forgotten once its progress had been handled")
+		}
 	}
 }

@@ -60,6 +60,12 @@ func (g *progressGate) wait(ctx context.Context) {
 	if caughtUp {
 		return // the usual case: no timer per call
 	}
+	g.waitFor(ctx, target)
+}
+
+// waitFor returns once target notifications have been handled, or after
+// progressWait, or when ctx ends.
+func (g *progressGate) waitFor(ctx context.Context, target uint64) {
 	timer := time.NewTimer(progressWait)
 	defer timer.Stop()
 	for {
@@ -82,6 +88,28 @@ func (g *progressGate) wait(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// then runs f once every notification read so far has been handled (see
+// wait): at once in the usual case (and without a gate), else on a
+// goroutine of its own.
+func (g *progressGate) then(f func()) {
+	if g == nil {
+		f()
+		return
+	}
+	g.mu.Lock()
+	target := g.read
+	caughtUp := g.handled >= target
+	g.mu.Unlock()
+	if caughtUp {
+		f()
+		return
+	}
+	go func() {
+		g.waitFor(context.Background(), target)
+		f()
+	}()
 }
 
 // gated reports whether a notification method is one a call's answer
