@@ -33,20 +33,23 @@ type clientSession struct {
 type clientSessions struct {
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*clientSession
-	watchers []func(*mcp.ServerSession) func() // see WatchSessions
+	watchers []func(context.Context, *mcp.ServerSession) func() // see WatchSessions
 }
 
 // WatchSessions calls started with each client session when mcpmux first
-// sees it (its initialize, for a session that has one), and the func it
-// returns, if not nil, when the session has ended.
-func (a *Aggregator) WatchSessions(started func(*mcp.ServerSession) (ended func())) {
+// sees it (its initialize, for a session that has one), with the context of
+// that request, and the func it returns, if not nil, when the session has
+// ended. Over HTTP the context carries the values of the HTTP request that
+// opened the session (the go-sdk's session context is that request's).
+func (a *Aggregator) WatchSessions(started func(context.Context, *mcp.ServerSession) (ended func())) {
 	a.clients.mu.Lock()
 	defer a.clients.mu.Unlock()
 	a.clients.watchers = append(a.clients.watchers, started)
 }
 
-// client returns the state of session ss, making it if there is none.
-func (a *Aggregator) client(ss *mcp.ServerSession) *clientSession {
+// client returns the state of session ss, making it if there is none; ctx
+// is that of the request that needs it, for WatchSessions.
+func (a *Aggregator) client(ctx context.Context, ss *mcp.ServerSession) *clientSession {
 	c := &a.clients
 	c.mu.Lock()
 	cs := c.sessions[ss]
@@ -62,7 +65,7 @@ func (a *Aggregator) client(ss *mcp.ServerSession) *clientSession {
 	watchers := c.watchers
 	c.mu.Unlock()
 	for _, w := range watchers {
-		if ended := w(ss); ended != nil {
+		if ended := w(ctx, ss); ended != nil {
 			cs.whenEnded(ended)
 		}
 	}
@@ -114,11 +117,11 @@ func (a *Aggregator) clientEnded(cs *clientSession) {
 
 // clientID identifies a client session for per-client connections, which
 // are closed when the session ends.
-func (a *Aggregator) clientID(ss *mcp.ServerSession) upstream.ClientID {
+func (a *Aggregator) clientID(ctx context.Context, ss *mcp.ServerSession) upstream.ClientID {
 	if ss == nil {
 		return "none"
 	}
-	cs := a.client(ss)
+	cs := a.client(ctx, ss)
 	cs.mu.Lock()
 	cs.perClient = true
 	cs.mu.Unlock()
@@ -135,8 +138,8 @@ func clientID(ss *mcp.ServerSession) upstream.ClientID {
 
 // setLevel records a session's logging/setLevel and returns the lowest
 // level of all sessions.
-func (a *Aggregator) setLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) mcp.LoggingLevel {
-	cs := a.client(ss)
+func (a *Aggregator) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) mcp.LoggingLevel {
+	cs := a.client(ctx, ss)
 	cs.mu.Lock()
 	cs.level = level
 	cs.mu.Unlock()
@@ -170,7 +173,7 @@ const maxSessionTasks = 1000
 // whatever the servers' connections carry.
 func (a *Aggregator) addTask(ss *mcp.ServerSession, t *clientTask) {
 	t.created = time.Now()
-	cs := a.client(ss)
+	cs := a.client(context.Background(), ss) // made at its initialize: the session has tasks
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.ended {
@@ -253,7 +256,7 @@ func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler
 		res, err := next(ctx, method, req)
 		if method == "initialize" && err == nil {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
-				a.client(ss)
+				a.client(ctx, ss)
 			}
 		}
 		return res, err

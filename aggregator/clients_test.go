@@ -16,7 +16,7 @@ import (
 func TestClientSessionStateGoesWithTheSession(t *testing.T) {
 	h := newHarness(t, map[string]*mcp.Server{"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("")})}, "", nil)
 	var started, ended atomic.Int32
-	h.agg.WatchSessions(func(*mcp.ServerSession) func() {
+	h.agg.WatchSessions(func(context.Context, *mcp.ServerSession) func() {
 		started.Add(1)
 		return func() { ended.Add(1) }
 	})

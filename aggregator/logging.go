@@ -26,7 +26,7 @@ func (a *Aggregator) logLevelMiddleware(next mcp.MethodHandler) mcp.MethodHandle
 		if ss == nil || p == nil {
 			return res, err
 		}
-		a.pushLogLevel(ctx, a.setLevel(ss, p.Level))
+		a.pushLogLevel(ctx, a.setLevel(ctx, ss, p.Level))
 		return res, err
 	}
 }

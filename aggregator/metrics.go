@@ -29,10 +29,10 @@ func resultOutcome(isError bool) string {
 // sessionInitialized counts a client session of p from its initialized
 // notification until it ends.
 func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.InitializedRequest) {
-	return func(_ context.Context, req *mcp.InitializedRequest) {
+	return func(ctx context.Context, req *mcp.InitializedRequest) {
 		if req == nil || req.Session == nil {
 			return
 		}
-		a.client(req.Session).whenEnded(a.metrics.SessionStarted(p.name))
+		a.client(ctx, req.Session).whenEnded(a.metrics.SessionStarted(p.name))
 	}
 }

@@ -78,7 +78,7 @@ func guard(f func(), onErr func(error)) (err error) {
 func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, task string) upstream.Request {
 	r := upstream.Request{Task: task, Caller: a.newCaller(ctx, ss), Features: sessionFeatures(ss)}
 	if srv.Config().PerClient() {
-		r.Client = a.clientID(ss)
+		r.Client = a.clientID(ctx, ss)
 	}
 	return r
 }

@@ -80,8 +80,6 @@ func TestMaxSessions(t *testing.T) {
 	if _, err := httpClient(t, ts.URL+"/mcp"); err != nil {
 		t.Errorf("a session after one ended: %v", err)
 	}
-	// Once the place of its initialize is free (see OpenSessions).
-	waitUntil(t, "the new session is all that is open besides the other", func() bool { return h.front.OpenSessions() == 2 })
 	h.agg.SetSettings(settings(t, "max_sessions: 3\n"))
 	if _, err := httpClient(t, ts.URL+"/mcp"); err != nil {
 		t.Errorf("a session after max_sessions was raised: %v", err)
@@ -95,10 +93,9 @@ func TestSessionTimeoutFollowsReloads(t *testing.T) {
 	h, ts := securityServer(t, "session_timeout: 1h\n", nil)
 	resp, body := post(t, ts.URL+"/mcp", initBody, nil)
 	id := resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != http.StatusOK || id == "" {
-		t.Fatalf("initialize: %d %q, session %q", resp.StatusCode, body, id)
+	if resp.StatusCode != http.StatusOK || id == "" || h.front.OpenSessions() != 1 {
+		t.Fatalf("initialize: %d %q, session %q, %d open", resp.StatusCode, body, id, h.front.OpenSessions())
 	}
-	waitUntil(t, "the session is tracked", func() bool { return h.front.OpenSessions() == 1 })
 	shorter := settings(t, "session_timeout: 10ms\n")
 	h.agg.SetSettings(shorter)
 	h.front.Reload(shorter)

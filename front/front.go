@@ -14,6 +14,7 @@
 package front
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,8 +46,10 @@ type Engine interface {
 	// HealthReport is what /healthz serves, as JSON.
 	HealthReport() any
 	// WatchSessions calls started with each client session once it is
-	// initialized, and the func it returns once the session has ended.
-	WatchSessions(started func(*mcp.ServerSession) (ended func()))
+	// initialized, with the context of the session (the go-sdk's is that
+	// of the HTTP request that opened it), and the func it returns once
+	// the session has ended.
+	WatchSessions(started func(context.Context, *mcp.ServerSession) (ended func()))
 	// LiftBody and TrackStream are the seams of what the SDK cannot carry
 	// (see aggregator/taskfront.go): LiftBody gives the SDK a POST's body
 	// to read, TrackStream wraps the writer of a session's GET stream.
@@ -223,12 +226,14 @@ func (f *Front) serveMCP(w http.ResponseWriter, r *http.Request) {
 	case id != "":
 		defer f.sessions.begin(id)()
 	case opens:
-		done, limit, ok := f.sessions.admit()
+		a, limit, ok := f.sessions.admit()
 		if !ok {
 			f.refuseSession(w, body, limit)
 			return
 		}
-		defer done()
+		defer a.done()
+		// For the session it opens: see sessionTracker.add.
+		r = r.WithContext(context.WithValue(r.Context(), admissionKey{}, a))
 	}
 	sw := newSSEWriter(w)
 	defer sw.finish()

@@ -1,6 +1,7 @@
 package front
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,13 +18,13 @@ type engine struct {
 	settings *config.Settings
 }
 
-func (e *engine) Server(profile string) *mcp.Server             { return e.servers[profile] }
-func (e *engine) Settings() *config.Settings                    { return e.settings }
-func (e *engine) Stateless() bool                               { return false }
-func (e *engine) Draining() bool                                { return false }
-func (e *engine) HealthReport() any                             { return map[string]string{"status": "ok"} }
-func (e *engine) WatchSessions(func(*mcp.ServerSession) func()) {}
-func (e *engine) LiftBody(_ *http.Request, body []byte) []byte  { return body }
+func (e *engine) Server(profile string) *mcp.Server                              { return e.servers[profile] }
+func (e *engine) Settings() *config.Settings                                     { return e.settings }
+func (e *engine) Stateless() bool                                                { return false }
+func (e *engine) Draining() bool                                                 { return false }
+func (e *engine) HealthReport() any                                              { return map[string]string{"status": "ok"} }
+func (e *engine) WatchSessions(func(context.Context, *mcp.ServerSession) func()) {}
+func (e *engine) LiftBody(_ *http.Request, body []byte) []byte                   { return body }
 func (e *engine) TrackStream(_ string, w http.ResponseWriter) (http.ResponseWriter, func()) {
 	return w, func() {}
 }

@@ -1,6 +1,8 @@
 package front
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -26,9 +28,10 @@ type sessionTracker struct {
 
 	mu       sync.Mutex
 	sessions map[string]*trackedSession // by session id
-	// pending counts requests in flight that may create a session (a POST
-	// without a session id): they hold a place until they are answered,
-	// by which time the session they made, if any, is in sessions.
+	// pending counts requests in flight that may create a session (an
+	// initialize without a session id): each holds a place until the
+	// session it made is in sessions, or until it is answered without
+	// making one.
 	pending int
 
 	refusedLog atomic.Int64 // unix time of the last refusal logged
@@ -45,10 +48,22 @@ func newSessionTracker(settings func() *config.Settings) *sessionTracker {
 	return &sessionTracker{settings: settings, sessions: map[string]*trackedSession{}}
 }
 
+// admission is the place admit holds for one request.
+type admission struct {
+	t       *sessionTracker
+	settled bool // its place is given back, or became its session's
+}
+
+// admissionKey carries a request's admission in its context, which the
+// go-sdk makes the context of the session the request opens: add finds it
+// there.
+type admissionKey struct{}
+
 // admit holds a place for a request that may create a session. ok is
 // false when the sessions and such requests already reach max_sessions;
-// otherwise done gives the place back once the request is answered.
-func (t *sessionTracker) admit() (done func(), limit int, ok bool) {
+// otherwise the place is the session's once add tracks it, and done gives
+// it back if the request made none, once it is answered.
+func (t *sessionTracker) admit() (a *admission, limit int, ok bool) {
 	limit = t.settings().MaxSessions
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -56,17 +71,29 @@ func (t *sessionTracker) admit() (done func(), limit int, ok bool) {
 		return nil, limit, false
 	}
 	t.pending++
-	return sync.OnceFunc(func() {
-		t.mu.Lock()
-		t.pending--
-		t.mu.Unlock()
-	}), limit, true
+	return &admission{t: t}, limit, true
+}
+
+// settle gives the place back (done) or hands it to a session (add).
+// t.mu must be held.
+func (a *admission) settleLocked() {
+	if !a.settled {
+		a.settled = true
+		a.t.pending--
+	}
+}
+
+func (a *admission) done() {
+	a.t.mu.Lock()
+	defer a.t.mu.Unlock()
+	a.settleLocked()
 }
 
 // add starts tracking an initialized HTTP session; ended stops it, once
-// the session has ended (see Engine.WatchSessions). Stdio sessions (no id)
+// the session has ended (see Engine.WatchSessions). ctx is the session's,
+// which holds the admission of the request that opened it. Stdio sessions (no id)
 // are not tracked: there is one, and it ends with stdin.
-func (t *sessionTracker) add(ss *mcp.ServerSession) (ended func()) {
+func (t *sessionTracker) add(ctx context.Context, ss *mcp.ServerSession) (ended func()) {
 	id := ss.ID()
 	if id == "" {
 		return nil
@@ -75,6 +102,12 @@ func (t *sessionTracker) add(ss *mcp.ServerSession) (ended func()) {
 	defer t.mu.Unlock()
 	if t.sessions[id] != nil {
 		return nil
+	}
+	if a, ok := ctx.Value(admissionKey{}).(*admission); ok && a.t == t {
+		// The place of the request that opened it is now the session's:
+		// counted once, from this moment, before its client has the
+		// answer to open another.
+		a.settleLocked()
 	}
 	s := &trackedSession{ss: ss, idleSince: time.Now()}
 	s.timer = time.AfterFunc(t.settings().SessionTimeout, func() { t.expire(id, s) })
@@ -144,11 +177,7 @@ func (t *sessionTracker) rearm(timeout time.Duration) {
 // and the requests in flight that may open one.
 func (f *Front) OpenSessions() int { return f.sessions.count() }
 
-// count is the number of tracked sessions and places held by admit. A
-// request that opened a session holds its place until its handler has
-// returned, which may be just after its client has the answer: a client
-// that opens sessions back to back at the limit may find it one too low
-// for that moment, and is told to try again.
+// count is the number of tracked sessions and places held by admit.
 func (t *sessionTracker) count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -172,15 +201,18 @@ func (f *Front) refuseSession(w http.ResponseWriter, body []byte, limit int) {
 		fmt.Sprintf("mcpmux already has %d client sessions, its max_sessions: close sessions you no longer use (DELETE them), try again later, or raise max_sessions in mcpmux.yaml", limit))
 }
 
-// opensSession reports whether r would open a client session: with
-// sessions, any POST without a session id (the SDK makes a session of it);
-// stateless, an initialize, where a client starts.
+// opensSession reports whether r would open a client session: an
+// initialize, where a client starts, without a session id. (The go-sdk
+// answers any other request without one, such as server/discover, on a
+// session that ends with it.) A batch is counted as one that may hold an
+// initialize.
 func opensSession(r *http.Request, body []byte, stateless bool) bool {
-	if r.Method != http.MethodPost {
+	if r.Method != http.MethodPost || (!stateless && r.Header.Get(sessionIDHeader) != "") {
 		return false
 	}
-	if !stateless {
-		return r.Header.Get(sessionIDHeader) == ""
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		return true
 	}
 	var msg struct {
 		Method string `json:"method"`
