@@ -471,8 +471,8 @@ func TestServerAskedTaskRunByMcpmux(t *testing.T) {
 
 	created := s.ask("s1", "sampling/createMessage", `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5,"task":{"ttl":60000}}`)
 	task, ok := CreatedTask(created.Result)
-	if created.Error != nil || !ok || task.TTL != time.Minute {
-		t.Fatalf("sampling with a task: %s, %v; want a CreateTaskResult", created.Result, created.Error)
+	if created.Error != nil || !ok || task.TTL != time.Minute || task.Status != "working" {
+		t.Fatalf("sampling with a task: %s, %v; want a CreateTaskResult of a working task", created.Result, created.Error)
 	}
 	if p := <-caller.asked; p.MaxTokens != 5 || len(p.Messages) != 1 {
 		t.Errorf("the client was asked %+v", p)

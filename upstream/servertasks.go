@@ -324,6 +324,10 @@ func (c *conn) runAsked(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) 
 	c.asked[t.id] = t
 	c.askedOrder = append(c.askedOrder, t)
 	c.mu.Unlock()
+	// The task as created, working: taken before it runs, so that a
+	// client that answers at once does not make it "completed" already
+	// (the server then polls, as it would a client's own task).
+	created := t.state()
 	go func() {
 		defer cancel()
 		go func() { // the task ends with the connection
@@ -335,7 +339,6 @@ func (c *conn) runAsked(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) 
 		}()
 		t.finish(c.askPlainly(ctx, cl, req))
 	}()
-	created := t.state()
 	b, _ := json.Marshal(map[string]any{"task": created})
 	return b, nil
 }
