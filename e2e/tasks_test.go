@@ -19,11 +19,8 @@ import (
 // mcpTaskClient is a client of a Streamable HTTP endpoint that calls tools as
 // tasks (MCP 2025-11-25), driven by hand: the go-sdk's client has no
 // tasks. It declares elicitation and tasks, and confirms what it is asked.
-type mcpTaskClient struct {
-	t   *testing.T
-	url string
-	id  string
-}
+// Its requests are a rawSession's (streams_test.go).
+type mcpTaskClient struct{ rawSession }
 
 func newMCPTaskClient(t *testing.T, url string) *mcpTaskClient {
 	t.Helper()
@@ -33,7 +30,7 @@ func newMCPTaskClient(t *testing.T, url string) *mcpTaskClient {
 // newMCPTaskClientWith initializes a client declaring caps.
 func newMCPTaskClientWith(t *testing.T, url, caps string) *mcpTaskClient {
 	t.Helper()
-	c := &mcpTaskClient{t: t, url: url}
+	c := &mcpTaskClient{rawSession{t: t, url: url}}
 	resp := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"tasks","version":"1"}}}`)
 	c.id = resp.Header.Get("Mcp-Session-Id")
 	if c.id == "" {
@@ -42,25 +39,6 @@ func newMCPTaskClientWith(t *testing.T, url, caps string) *mcpTaskClient {
 	<-c.messages(resp)
 	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
 	return c
-}
-
-func (c *mcpTaskClient) post(body string) *http.Response {
-	c.t.Helper()
-	req, err := http.NewRequestWithContext(testContext(c.t), http.MethodPost, c.url, strings.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	if c.id != "" {
-		req.Header.Set("Mcp-Session-Id", c.id)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return resp
 }
 
 // messages returns the JSON-RPC messages of a response, an event stream or
@@ -231,13 +209,8 @@ func TestTaskRequiredToolThroughMcpmux(t *testing.T) {
 // stream opens the session's GET event stream and returns its messages.
 func (c *mcpTaskClient) stream() <-chan string {
 	c.t.Helper()
-	req, err := http.NewRequestWithContext(testContext(c.t), http.MethodGet, c.url, nil)
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	req := c.request(http.MethodGet, "")
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	req.Header.Set("Mcp-Session-Id", c.id)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
