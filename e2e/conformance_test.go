@@ -41,13 +41,6 @@ func conformanceCLI2025() string {
 	return filepath.Join(nodeBin, "..", "@modelcontextprotocol", "conformance", "dist", "index.js")
 }
 
-// conformanceCLI2026 is the conformance suite for MCP 2026-07-28
-// (@modelcontextprotocol/conformance 0.2.0-alpha.12, installed as
-// conformance-2026); it needs Node.js 22 (nodeBin/node).
-func conformanceCLI2026() string {
-	return filepath.Join(nodeBin, "..", "conformance-2026", "dist", "index.js")
-}
-
 // conformanceSem keeps the suite's runs to two at a time: each starts a
 // Node.js process, and the machine has two cores.
 var conformanceSem = make(chan struct{}, 2)
