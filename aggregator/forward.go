@@ -66,7 +66,9 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 		running.Done(f.outcome)
 		c.rec.Failed(f.outcome, f.timeout(timeout))
 		a.log.Warn("tool call failed", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "error", err, "elapsed", elapsed)
-		return decoded(a.maskResult(f.result(e, timeout, detail)))
+		res := decoded(a.maskResult(f.result(e, timeout, detail)))
+		res.rpc = passedOn(err)
+		return res
 	}
 	res := &result{raw: raw}
 	running.Done(resultOutcome(res.isError()))

@@ -181,6 +181,12 @@ func (a *Aggregator) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	if err != nil {
 		return nil, mapRPCError(rpcError("reading "+orig, server, err), orig, exposed)
 	}
+	// The go-sdk fills in the default for results it sends itself; for
+	// this one (unlistedMiddleware's, which the SDK's own read never sees)
+	// mcpmux does: an absent cacheScope means "public", never "".
+	if res.CacheScope == "" {
+		res.CacheScope = "public"
+	}
 	if orig != exposed {
 		for _, c := range res.Contents {
 			if c != nil && c.URI == orig {
@@ -348,11 +354,14 @@ func (a *Aggregator) complete(ctx context.Context, p *profile, req *mcp.Complete
 	var server string
 	switch ref.Type {
 	case "ref/prompt":
-		it := v.prompts[ref.Name]
-		if it == nil {
+		if it := v.prompts[ref.Name]; it != nil {
+			server, fwd.Name = it.Server, it.Orig
+		} else if s, orig, ok := routePrompt(v, ref.Name); ok {
+			// Unlisted: its server answers, as it would directly.
+			server, fwd.Name = s, orig
+		} else {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
-		server, fwd.Name = it.Server, it.Orig
 	case "ref/resource":
 		if it := v.templates[ref.URI]; it != nil {
 			server, fwd.URI = it.Server, it.Orig

@@ -34,7 +34,10 @@ import (
 //     pipeline)
 //
 // It always returns a result: what goes wrong is an isError result whose
-// text says what happened and what to do, never a JSON-RPC error. Each
+// text says what happened and what to do, never a JSON-RPC error of
+// mcpmux's. A server's JSON-RPC error that means something to the client
+// (such as -32042, open this URL first) reaches it as that error
+// (failure.go, passedOn). Each
 // step notes what it decided on the call's journal record (c.rec), which
 // clientCall writes when the client's call ends.
 
@@ -81,7 +84,11 @@ func (a *Aggregator) callMiddleware(p *profile) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
-				return a.clientCall(ctx, p, r).wire(), nil
+				res := a.clientCall(ctx, p, r)
+				if err := res.wireError(); err != nil {
+					return nil, err
+				}
+				return res.wire(), nil
 			}
 			return next(ctx, method, req)
 		}
@@ -93,7 +100,11 @@ func (a *Aggregator) callMiddleware(p *profile) mcp.Middleware {
 // reach it anyway, it takes the same pipeline.
 func (a *Aggregator) toolHandler(p *profile) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return a.clientCall(ctx, p, req).typed(), nil
+		res := a.clientCall(ctx, p, req)
+		if err := res.wireError(); err != nil {
+			return nil, err
+		}
+		return res.typed(), nil
 	}
 }
 
@@ -102,6 +113,9 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	v := p.view.Load()
 	// 1. Route.
 	e, fix, answer := a.route(v, c)
+	if answer == nil {
+		answer = a.notListedTo(ctx, c, e)
+	}
 	if answer != nil {
 		return decoded(answer)
 	}
@@ -172,6 +186,29 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		a.metrics.CallAnswered("", "", metrics.OutcomeAmbiguous)
 		return nil, nil, toolError("Tool '%s' not found as '%s', and several servers have a tool of that name: %s. Call one of these by its full name.", tool, name, strings.Join(names, ", "))
 	}
+}
+
+// notListedTo answers a call of a tool its server does not list to the
+// caller, for the capabilities the caller declared (server-everything
+// lists trigger-url-elicitation only to a client with URL elicitation):
+// the tool is as unknown to the caller as its tool list says, and the
+// server, which mcpmux's shared connection declares everything to, must
+// not run it. Nil when the caller may call e.
+func (a *Aggregator) notListedTo(ctx context.Context, c *toolCall, e *Entry) *mcp.CallToolResult {
+	if e.meta != nil || c.session == nil {
+		return nil
+	}
+	f := sessionFeatures(c.session)
+	srv := a.pool.Get(e.Server)
+	if f.ListsAll() || srv == nil {
+		return nil
+	}
+	names, err := srv.ToolsFor(ctx, f)
+	if err != nil || names == nil || names[e.Tool] {
+		return nil
+	}
+	a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
+	return toolError("Unknown tool '%s': tool '%s' of server '%s' is not available to this client, as the server does not offer it to a client with the capabilities this one declared (%s). Check the names in the tool list.", quoteName(c.name), e.Tool, e.Server, f)
 }
 
 // notRunning answers a call of a name that no server lists because its

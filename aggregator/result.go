@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mcpmux/mcpmux/journal"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,6 +19,19 @@ import (
 type result struct {
 	raw json.RawMessage     // the server's result; nil once decoded
 	res *mcp.CallToolResult // the decoded result; nil until needed
+	// rpc is a server's JSON-RPC error the client gets as it is
+	// (passedOn in failure.go); res then holds the same as an isError
+	// result, for the rules, the journal and mcpmux__call_tool.
+	rpc *jsonrpc.Error
+}
+
+// wireError is the JSON-RPC error the client is answered with instead of
+// the result; nil for a result.
+func (r *result) wireError() error {
+	if r.rpc == nil {
+		return nil
+	}
+	return r.rpc
 }
 
 // decoded returns a result mcpmux made.

@@ -90,7 +90,24 @@ func fidelityAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 	// URL first, in data) is a JSON-RPC error, data and all. 8. A tool
 	// the server does not list to this client (it declared no URL
 	// elicitation) is as unknown through mcpmux as directly.
-	add("trigger-url-elicitation, error path", tool("trigger-url-elicitation", map[string]any{"url": "https://example.com/login", "errorPath": true}))
+	urlElicitation := tool("trigger-url-elicitation", map[string]any{"url": "https://example.com/login", "errorPath": true})
+	if c.caps.host {
+		add("trigger-url-elicitation, error path", urlElicitation)
+	} else {
+		// Directly the SDK's "Tool … not found", through mcpmux its own
+		// unknown-tool text: both an isError result of a tool not run.
+		var res struct {
+			IsError bool
+			Content []struct{ Text string }
+		}
+		_ = json.Unmarshal(urlElicitation, &res)
+		text := ""
+		if len(res.Content) > 0 {
+			text = res.Content[0].Text
+		}
+		unknown := res.IsError && (strings.Contains(text, "not found") || strings.Contains(text, "Unknown tool"))
+		add("trigger-url-elicitation, not listed to this client: unknown", mustMarshal(unknown))
+	}
 
 	// 6. The client's elicitation answer reaches the server as it wrote
 	// it (server-everything prints it back).
