@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -228,9 +229,58 @@ func (c *conn) elicitMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "elicitation/create" || !ok || r.Params == nil || !c.features.elicits() {
 			return next(ctx, method, req)
 		}
-		return c.elicit(ctx, r.Params)
+		res, err := c.elicit(ctx, r.Params)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := EncodeElicitResult(res)
+		if err != nil {
+			return nil, err
+		}
+		return &rawResult{raw: raw}, nil
 	}
 }
+
+// ElicitContentKey is the _meta key under which an elicitation answer's
+// content travels from the client's bytes to the server's, as a JSON
+// string of those bytes: the go-sdk decodes content into a map, whose keys
+// would reach the server re-ordered (the aggregator puts it there).
+const ElicitContentKey = "mcpmux/elicit-content"
+
+// EncodeElicitResult encodes an answer to elicitation/create for the
+// server: with the client's own bytes of the content when they came along
+// (ElicitContentKey), and without that key.
+func EncodeElicitResult(res *mcp.ElicitResult) ([]byte, error) {
+	raw, ok := res.Meta[ElicitContentKey].(string)
+	if !ok {
+		return json.Marshal(res)
+	}
+	out := *res
+	out.Meta = maps.Clone(res.Meta)
+	delete(out.Meta, ElicitContentKey)
+	if len(out.Meta) == 0 {
+		out.Meta = nil
+	}
+	out.Content = nil
+	b, err := json.Marshal(&out)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["content"] = json.RawMessage(raw)
+	return json.Marshal(m)
+}
+
+// rawResult is a result sent as these bytes.
+type rawResult struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
 
 // rootsHandler answers roots/list for the server; the go-sdk client
 // answers from its own root list, so this is installed as middleware.
