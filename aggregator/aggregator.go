@@ -98,6 +98,9 @@ type profile struct {
 	prompts    map[string]string
 	resources  map[string]string
 	templates  map[string]string
+	// lists orders a call's answer after the list_changed its server's
+	// changes made the SDK send (listnotes.go).
+	lists listNotes
 }
 
 // New returns an aggregator with an empty catalog; call Sync after the
@@ -262,7 +265,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddSendingMiddleware(keepElicitAnswers)
+	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware)
 	a.registerTaskMethods(p)
 	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
@@ -272,6 +275,12 @@ func (a *Aggregator) newProfile(name string) *profile {
 // New and changed tools are added before the view is published and removed
 // ones are removed after, so that a name in the view is always registered.
 func (a *Aggregator) applyView(p *profile, v *view) {
+	changed := false
+	defer func() {
+		if changed {
+			p.lists.changed()
+		}
+	}()
 	var removed []string
 	for name := range p.registered {
 		if _, ok := v.visible[name]; !ok {
@@ -288,10 +297,14 @@ func (a *Aggregator) applyView(p *profile, v *view) {
 			continue
 		}
 		p.registered[name] = e.hash
+		changed = true
 	}
-	a.registerFeatures(p, v)
+	if a.registerFeatures(p, v) {
+		changed = true
+	}
 	p.view.Store(v)
 	if len(removed) > 0 {
+		changed = true
 		slices.Sort(removed)
 		p.server.RemoveTools(removed...)
 		for _, name := range removed {

@@ -100,6 +100,11 @@ func (a *Aggregator) clientEnded(cs *clientSession) {
 	a.clients.mu.Lock()
 	delete(a.clients.sessions, cs.ss)
 	a.clients.mu.Unlock()
+	a.mu.Lock()
+	for _, p := range a.profiles {
+		p.lists.forget(cs.ss)
+	}
+	a.mu.Unlock()
 	cs.mu.Lock()
 	cs.ended = true
 	onEnd, perClient := cs.onEnd, cs.perClient

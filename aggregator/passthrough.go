@@ -19,7 +19,7 @@ import (
 
 // syncItems registers the difference between registered (key → hash) and
 // want: new and changed items first, then removals, like applyView.
-func syncItems[T any](registered map[string]string, want map[string]*Item[T], add func(*Item[T]) error, remove func(keys ...string)) {
+func syncItems[T any](registered map[string]string, want map[string]*Item[T], add func(*Item[T]) error, remove func(keys ...string)) (changed bool) {
 	for _, key := range sortedKeys(want) {
 		it := want[key]
 		if registered[key] == it.hash {
@@ -29,6 +29,7 @@ func syncItems[T any](registered map[string]string, want map[string]*Item[T], ad
 			continue
 		}
 		registered[key] = it.hash
+		changed = true
 	}
 	var gone []string
 	for key := range registered {
@@ -41,24 +42,27 @@ func syncItems[T any](registered map[string]string, want map[string]*Item[T], ad
 		for _, key := range gone {
 			delete(registered, key)
 		}
+		changed = true
 	}
+	return changed
 }
 
 // registerFeatures brings prompts, resources and templates of p's server in
-// line with v.
-func (a *Aggregator) registerFeatures(p *profile, v *view) {
+// line with v, and reports whether it changed any.
+func (a *Aggregator) registerFeatures(p *profile, v *view) bool {
 	logFail := func(kind, key string, err error) {
 		a.log.Error(kind+" not exposed", "key", key, "error", err)
 	}
-	syncItems(p.prompts, v.prompts, func(it *Item[*mcp.Prompt]) error {
+	prompts := syncItems(p.prompts, v.prompts, func(it *Item[*mcp.Prompt]) error {
 		return guard(func() { p.server.AddPrompt(it.Def, a.promptHandler(it)) }, func(err error) { logFail("prompt", it.Key, err) })
 	}, p.server.RemovePrompts)
-	syncItems(p.resources, v.resources, func(it *Item[*mcp.Resource]) error {
+	resources := syncItems(p.resources, v.resources, func(it *Item[*mcp.Resource]) error {
 		return guard(func() { p.server.AddResource(it.Def, a.resourceHandler(it.Server, it.Orig, it.Key)) }, func(err error) { logFail("resource", it.Key, err) })
 	}, p.server.RemoveResources)
-	syncItems(p.templates, v.templates, func(it *Item[*mcp.ResourceTemplate]) error {
+	templates := syncItems(p.templates, v.templates, func(it *Item[*mcp.ResourceTemplate]) error {
 		return guard(func() { p.server.AddResourceTemplate(it.Def, a.templateHandler(it)) }, func(err error) { logFail("resource template", it.Key, err) })
 	}, p.server.RemoveResourceTemplates)
+	return prompts || resources || templates
 }
 
 // guard runs f, turning a panic of the SDK on an invalid definition into an

@@ -328,7 +328,11 @@ func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry)
 	if res := a.replayed(c, e); res != nil {
 		return res
 	}
+	told := p.lists.generation()
 	res := a.forward(ctx, c, e)
+	if !a.stateless {
+		p.lists.await(ctx, c.session, told)
+	}
 	if c.rec != nil {
 		c.rec.Answered(e.Name, c.args, res.journaled(), false)
 	}

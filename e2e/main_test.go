@@ -87,14 +87,17 @@ func installNpmServers() error {
 // writes lacks the root entry, so compare package by package.
 func sameLock(installed, lock []byte) bool {
 	var a, b struct {
-		Packages map[string]struct{ Version string } `json:"packages"`
+		Packages map[string]struct {
+			Version  string
+			Optional bool
+		} `json:"packages"`
 	}
 	if json.Unmarshal(installed, &a) != nil || json.Unmarshal(lock, &b) != nil {
 		return false
 	}
 	for path, p := range b.Packages {
-		if path == "" {
-			continue
+		if _, ok := a.Packages[path]; path == "" || (p.Optional && !ok) {
+			continue // an optional package for another platform is not installed
 		}
 		if a.Packages[path].Version != p.Version {
 			return false

@@ -161,9 +161,11 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 		// What is declared is forwarded to the calling client; one that
 		// lacks it gets a clear error (see Caller).
 		Capabilities:               f.capabilities(),
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.signalRefresh() },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.signalRefresh() },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.signalRefresh() },
+		// Gated (order.go): a call's answer waits for the refresh a
+		// list_changed read before it asks for.
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { defer c.gate.sawHandled(); c.signalRefresh() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { defer c.gate.sawHandled(); c.signalRefresh() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { defer c.gate.sawHandled(); c.signalRefresh() },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			s.events.resourceUpdated(s.cfg.Name, req.Params)
 		},

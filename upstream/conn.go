@@ -58,6 +58,7 @@ type conn struct {
 	raw     *rawCalls      // raw requests waiting for their answers
 	gate    *progressGate  // orders answers after the progress before them
 	refresh chan struct{}  // tools/list_changed seen; capacity 1, coalescing
+	lists   refreshes      // the refreshes asked for and done (refreshLoop)
 	done    chan struct{}  // closed when the session has ended (see watch)
 	waitErr error          // why it ended; set before done is closed
 
@@ -376,6 +377,7 @@ func (c *conn) watch() {
 }
 
 func (c *conn) signalRefresh() {
+	c.lists.ask()
 	select {
 	case c.refresh <- struct{}{}:
 	default:

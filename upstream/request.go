@@ -194,6 +194,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send fun
 		return zero, s.callError(ctx, cctx, c, err)
 	}
 	c.gate.wait(ctx)
+	c.lists.wait(ctx)
 	return res, nil
 }
 

@@ -85,6 +85,7 @@ func (s *Server) supervise() {
 		}
 		s.log.Info("server connected", "tools", len(features.Tools), "prompts", len(features.Prompts), "resources", len(features.Resources)+len(features.Templates), "pid", c.pid, "startup", time.Since(c.started).Round(time.Millisecond))
 		finishFirst()
+		c.lists.start()
 		go s.refreshLoop(c)
 
 		var lost error
@@ -206,11 +207,13 @@ func (s *Server) refreshLoop(c *conn) {
 			return
 		case <-c.refresh:
 		}
+		asked := c.lists.asked()
 		ctx, cancel := context.WithTimeout(s.ctx, refreshListTimeout)
 		f, err := listFeatures(ctx, c)
 		cancel()
 		if err != nil {
 			s.log.Warn("refreshing the server's lists failed", "error", err)
+			c.lists.done(asked)
 			continue
 		}
 		s.mu.Lock()
@@ -224,6 +227,7 @@ func (s *Server) refreshLoop(c *conn) {
 			s.log.Info("server's lists changed", "tools", len(f.Tools), "prompts", len(f.Prompts), "resources", len(f.Resources)+len(f.Templates))
 			s.notifyChanged()
 		}
+		c.lists.done(asked)
 	}
 }
 
