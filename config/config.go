@@ -36,6 +36,10 @@ const (
 const (
 	SessionShared    = "shared"     // one connection for all clients
 	SessionPerClient = "per-client" // one connection (child) per client session
+	// SessionAuto is shared unless the server keeps state per session
+	// that its clients must not share (upstream decides, see
+	// upstream.Server.PerClient): then per-client.
+	SessionAuto = "auto"
 )
 
 // Transports of a url: server.
@@ -61,7 +65,7 @@ type Server struct {
 	Cwd            string                   `koanf:"cwd"`     // relative to the config directory; empty means mcpmux's own
 	Timeout        time.Duration            `koanf:"timeout"` // zero means Settings.Timeout
 	ToolTimeout    map[string]time.Duration `koanf:"tool_timeouts"`
-	Session        string                   `koanf:"session"`      // SessionShared or SessionPerClient
+	Session        string                   `koanf:"session"`      // SessionAuto, SessionShared or SessionPerClient
 	IdleTimeout    time.Duration            `koanf:"idle_timeout"` // per-client sessions
 	ConnectTimeout time.Duration            `koanf:"connect_timeout"`
 	// MaxConcurrency bounds the calls running at once on one connection
@@ -111,6 +115,10 @@ func (s *Server) IsRemote() bool { return s.URL != "" }
 // PerClient reports whether each client session gets its own connection.
 func (s *Server) PerClient() bool { return s.Session == SessionPerClient }
 
+// AutoSession reports whether the server's session mode is decided when it
+// is up (session: auto, the default).
+func (s *Server) AutoSession() bool { return s.Session == SessionAuto }
+
 // CallTimeout is the deadline for a call of tool, given the global default.
 func (s *Server) CallTimeout(tool string, global time.Duration) time.Duration {
 	if d, ok := s.ToolTimeout[tool]; ok && d > 0 {
@@ -148,7 +156,7 @@ func (s *Server) normalize(stem string) {
 		if s.Name == "playwright" {
 			s.Session = SessionPerClient
 		} else {
-			s.Session = SessionShared
+			s.Session = SessionAuto
 		}
 	}
 	if s.IdleTimeout == 0 {
@@ -190,8 +198,8 @@ func (s *Server) Validate() error {
 		}
 		return fieldErr("type", err)
 	}
-	if s.Session != SessionShared && s.Session != SessionPerClient {
-		return fieldErr("session", fmt.Errorf("unknown session mode %q (shared, per-client)", s.Session))
+	if s.Session != SessionShared && s.Session != SessionPerClient && s.Session != SessionAuto {
+		return fieldErr("session", fmt.Errorf("unknown session mode %q (auto, shared, per-client)", s.Session))
 	}
 	if p := s.NamePrefix(); p != "" && !serverNameRE.MatchString(p) {
 		return fieldErr("prefix", fmt.Errorf("%q is not a valid prefix (letters, digits, '_', '.', '-')", p))
@@ -210,7 +218,7 @@ func (s *Server) Validate() error {
 	switch {
 	case s.MaxClients < 0:
 		return fieldErr("max_clients", fmt.Errorf("must not be negative (0 means unlimited)"))
-	case s.MaxClients > 0 && !s.PerClient():
+	case s.MaxClients > 0 && s.Session == SessionShared:
 		return fieldErr("max_clients", fmt.Errorf("bounds the connections of a session: per-client server, and this one is %s", s.Session))
 	}
 	return s.validateAuth()

@@ -147,7 +147,7 @@ func TestLoadMiroFlowShapedFiles(t *testing.T) {
 		t.Errorf("http server = %+v", docs)
 	}
 	for _, srv := range snap.Servers {
-		if srv.Session != SessionShared || srv.NamePrefix() != srv.Name || srv.CallTimeout("x", 0) != DefaultTimeout {
+		if srv.Session != SessionAuto || srv.NamePrefix() != srv.Name || srv.CallTimeout("x", 0) != DefaultTimeout {
 			t.Errorf("%s: defaults session=%q prefix=%q timeout=%v", srv.Name, srv.Session, srv.NamePrefix(), srv.CallTimeout("x", 0))
 		}
 	}

@@ -123,7 +123,7 @@ func (c *conn) callers() []Caller {
 			out = append(out, r.caller)
 		}
 	}
-	if len(out) == 0 && c.srv.cfg.PerClient() && c.owner != nil {
+	if len(out) == 0 && c.srv.PerClient() && c.owner != nil {
 		out = append(out, c.owner)
 	}
 	return out
@@ -290,6 +290,9 @@ func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "roots/list" {
 			return next(ctx, method, req)
+		}
+		if c.features.Roots && c == c.srv.current() {
+			c.srv.keepsSessionState("it asks for roots")
 		}
 		p, _ := req.GetParams().(*mcp.ListRootsParams)
 		var meta mcp.Meta

@@ -106,7 +106,7 @@ func (srv *Server) dial(parent context.Context, task string, f ClientFeatures) (
 // connect opens the session; ctx bounds the attempt and the connection.
 func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (*conn, error) {
 	c := &conn{srv: srv, started: time.Now(), task: task, features: f, gate: newProgressGate(), raw: newRawCalls(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
-	if srv.cfg.PerClient() {
+	if srv.PerClient() {
 		c.limit = newLimiter(srv.cfg.MaxConcurrency)
 	}
 	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions(f))

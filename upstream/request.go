@@ -149,7 +149,8 @@ func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(co
 
 func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *conn, string) (R, error)) (R, error) {
 	var zero R
-	if !s.cfg.PerClient() {
+	perClient := s.PerClient()
+	if !perClient {
 		free, err := s.limit.take(ctx)
 		if err != nil {
 			return zero, err
@@ -161,7 +162,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send fun
 		return zero, err
 	}
 	defer c.release()
-	if s.cfg.PerClient() {
+	if perClient && c.limit != nil {
 		free, err := c.limit.take(ctx)
 		if err != nil {
 			return zero, err
@@ -291,7 +292,7 @@ func isClosed(c *conn) bool {
 
 // acquire returns a connection for a call, registered as in flight.
 func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
-	if s.cfg.PerClient() {
+	if s.PerClient() {
 		return s.acquireClient(ctx, r.Client, r.Task, r.Features)
 	}
 	var patience <-chan time.Time // started at the first wait for a restart

@@ -69,7 +69,10 @@ func (s *Server) supervise() {
 			continue
 		}
 
-		if s.cfg.PerClient() {
+		if features.Subscribe {
+			s.keepsSessionState("it declares resource subscriptions")
+		}
+		if s.PerClient() {
 			// The probe only served to learn the tools; each client gets
 			// its own connection.
 			c.close()
