@@ -160,7 +160,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 	opts := &mcp.ClientOptions{
 		// What is declared is forwarded to the calling client; one that
 		// lacks it gets a clear error (see Caller).
-		Capabilities:               f.capabilities(),
+		Capabilities: f.capabilities(),
 		// Gated (order.go): a call's answer waits for the refresh a
 		// list_changed read before it asks for.
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { defer c.gate.sawHandled(); c.signalRefresh() },
