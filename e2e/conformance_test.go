@@ -162,7 +162,7 @@ func TestConformanceFixture(t *testing.T) {
 		t.Fatalf("the fixture fails the suite directly: %v", f)
 	}
 	for _, tc := range []struct{ name, cfg string }{
-		{"http-shared", fmt.Sprintf("url: %s\n", url)},
+		{"http-shared", fmt.Sprintf("url: %s\nsession: shared\n", url)},
 		{"http-per-client", fmt.Sprintf("url: %s\nsession: per-client\n", url)},
 		{"stdio", fmt.Sprintf("tool_command: %q\nenv:\n  %s: conformance\n", fixtureBin, fixtureEnv)},
 	} {
@@ -179,7 +179,7 @@ func TestConformanceServerEverything(t *testing.T) {
 	url := startEverythingHTTP(t, bin)
 	direct := runConformance(t, url)
 	for _, tc := range []struct{ name, cfg string }{
-		{"http-shared", fmt.Sprintf("url: %s\n", url)},
+		{"http-shared", fmt.Sprintf("url: %s\nsession: shared\n", url)},
 		{"http-per-client", fmt.Sprintf("url: %s\nsession: per-client\n", url)},
 		{"stdio", fmt.Sprintf("tool_command: %q\nargs: [stdio]\n", bin)},
 	} {
