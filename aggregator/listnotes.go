@@ -102,6 +102,36 @@ func (l *listNotes) await(ctx context.Context, ss *mcp.ServerSession, since uint
 	}
 }
 
+// notBeforeInitialized is sending middleware of the profiles' servers: a
+// list_changed is not sent to a session that has not sent
+// notifications/initialized yet (a client starting mcpmux over stdio
+// initializes while the servers start, and the go-sdk would tell it of
+// each server's tools as they come). Such a client lists after it
+// initialized, and gets every change up to then: directly it gets no
+// list_changed at its start either.
+func (a *Aggregator) notBeforeInitialized(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			if ss == nil {
+				break
+			}
+			cs := a.lookupClient(ss)
+			if cs == nil {
+				return nil, nil
+			}
+			cs.mu.Lock()
+			initialized := cs.initialized
+			cs.mu.Unlock()
+			if !initialized {
+				return nil, nil
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // forget drops what is kept of a session that ended.
 func (l *listNotes) forget(ss *mcp.ServerSession) {
 	l.mu.Lock()

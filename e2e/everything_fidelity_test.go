@@ -30,6 +30,12 @@ func TestServerEverythingFidelity(t *testing.T) {
 				via := viaStdioRaw(t, npmServer(t, "x", "mcp-server-everything", "stdio")+"session: "+session+"\n", caps)
 				compareAnswers(t, fidelityAnswers(t, direct, ""), fidelityAnswers(t, via, "x__"))
 			}
+			// 9. A client that starts mcpmux gets no list_changed for the
+			// servers mcpmux starts meanwhile.
+			direct, _ := startRawClient(t, exec.Command(bin, "stdio"), rawCaps{host: true}, nil)
+			dir := writeConfig(t, map[string]string{"tool/x.yaml": npmServer(t, "x", "mcp-server-everything", "stdio") + "session: " + session + "\n"})
+			via, _ := startRawClient(t, exec.Command(mcpmuxBin, "--config", dir), rawCaps{host: true}, nil)
+			compareAnswers(t, startupAnswers(t, direct), startupAnswers(t, via))
 		})
 	}
 	for _, mode := range []struct{ name, cfg string }{
@@ -163,6 +169,16 @@ func fidelityAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 		add("answer to a cancelled call", mustMarshal(got))
 	}
 	return out
+}
+
+// startupAnswers are the list_changed notifications a client got from
+// its start to its first tools/list's answer (and a ping after it).
+func startupAnswers(t *testing.T, c *rawClient) []answer {
+	t.Helper()
+	c.call("tools/list", map[string]any{})
+	c.call("ping", nil)
+	return []answer{{"list_changed at start", mustMarshal(methods(c.notifications(),
+		"notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed"))}}
 }
 
 // sessionAnswers connects two clients to url with different roots: what
