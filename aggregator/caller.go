@@ -164,6 +164,14 @@ func (c *sessionCaller) TaskStatus(_ context.Context, params json.RawMessage) {
 	}
 }
 
+// ResourcesChanged tells the client that its own connection to a server
+// lists other resources (upstream.Server.ClientResources).
+func (c *sessionCaller) ResourcesChanged() {
+	if !c.a.notifyClient(c.ss, "notifications/resources/list_changed", nil) {
+		c.a.log.Debug("resources/list_changed not sent: the client has no open stream", "session", c.id)
+	}
+}
+
 // sessionKey identifies a client session: its HTTP session id, or, on
 // stdio, the session itself.
 func sessionKey(ss *mcp.ServerSession) string {

@@ -57,9 +57,13 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if r.Params != nil {
 					cursor = r.Params.Cursor
 				}
-				defs, next, err := page(p.view.Load().resourceList, itemKey, cursor, itemDef)
+				v := p.view.Load()
+				defs, next, err := page(v.resourceList, itemKey, cursor, itemDef)
 				if err != nil {
 					return nil, err
+				}
+				if next == "" {
+					defs = append(defs, a.clientResources(ctx, v, r.Session)...)
 				}
 				return &mcp.ListResourcesResult{Resources: defs, NextCursor: next, Cacheable: publicCache}, nil
 			case *mcp.ListResourceTemplatesRequest:
@@ -248,6 +252,24 @@ func (a *Aggregator) sessionTools(ctx context.Context, v *view, ss *mcp.ServerSe
 			continue
 		}
 		out = append(out, e)
+	}
+	return out
+}
+
+// clientResources are the resources that servers with a connection per
+// client list to ss's own connection alone (those they made for its
+// session), at the end of its resources/list; read through that
+// connection (unlistedMiddleware routes their URIs to their server).
+func (a *Aggregator) clientResources(ctx context.Context, v *view, ss *mcp.ServerSession) []*mcp.Resource {
+	if ss == nil {
+		return nil
+	}
+	var out []*mcp.Resource
+	for _, srv := range a.pool.Servers() {
+		if !srv.PerClient() || !v.hasServer(srv.Name()) {
+			continue
+		}
+		out = append(out, srv.ClientResources(a.clientID(ctx, ss))...)
 	}
 	return out
 }

@@ -31,6 +31,10 @@ type Caller interface {
 	// of the client's tasks (see mcptasks.go); params are as the server
 	// sent them.
 	TaskStatus(ctx context.Context, params json.RawMessage)
+	// ResourcesChanged tells the client that the resources the server
+	// lists on the client's own connection changed (see
+	// Server.ClientResources).
+	ResourcesChanged()
 }
 
 // inflight is one request running on a connection.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,6 +60,9 @@ type conn struct {
 	gate    *progressGate  // orders answers after the progress before them
 	refresh chan struct{}  // tools/list_changed seen; capacity 1, coalescing
 	lists   refreshes      // the refreshes asked for and done (refreshLoop)
+	// ofClient: a client's own connection (perclient.go), whose lists are
+	// its client's (refreshOwn), not the catalog's.
+	ofClient atomic.Bool
 	done    chan struct{}  // closed when the session has ended (see watch)
 	waitErr error          // why it ended; set before done is closed
 
@@ -73,6 +77,9 @@ type conn struct {
 	asked      map[string]*askedTask
 	askedOrder []*askedTask
 	owner      Caller // latest caller; the client of a per-client connection
+	// own are the resources a client's own connection lists (refreshOwn):
+	// those the server made for the client's session show only to it.
+	ownResources []*mcp.Resource
 	inflight   int
 	drained    chan struct{} // closed when draining and inflight reaches 0
 	draining   bool
@@ -378,6 +385,11 @@ func (c *conn) watch() {
 
 func (c *conn) signalRefresh() {
 	c.lists.ask()
+	if c.ofClient.Load() {
+		// A client's own connection: its lists are its client's alone.
+		go c.refreshOwn()
+		return
+	}
 	select {
 	case c.refresh <- struct{}{}:
 	default:

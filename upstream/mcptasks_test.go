@@ -50,6 +50,8 @@ func (c *taskCaller) ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.List
 	return nil, errors.New("no roots")
 }
 func (c *taskCaller) Log(context.Context, *mcp.LoggingMessageParams) {}
+func (c *taskCaller) ResourcesChanged() {}
+
 func (c *taskCaller) TaskStatus(_ context.Context, params json.RawMessage) {
 	var st struct{ Status string }
 	_ = json.Unmarshal(params, &st)
