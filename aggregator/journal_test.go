@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -217,5 +218,43 @@ func TestJournalFollowsSettings(t *testing.T) {
 	call(t, cs, "fx__echo", map[string]any{"n": 3})
 	if la, lb := callLines(journalLines(t, a, "")), callLines(journalLines(t, b, "")); len(la) != 1 || len(lb) != 1 {
 		t.Errorf("lines in a: %v, in b: %v", la, lb)
+	}
+}
+
+// TestTaskIDsStayApart: ids that differ only past 128 bytes, in a control
+// character, or that a cleaned id looks like, are different tasks in the
+// journal, and a rerun with the same ids replays each from its own file;
+// an id cut inside a character is replayed too (issue 27, item 11).
+func TestTaskIDsStayApart(t *testing.T) {
+	dir := t.TempDir()
+	lookup := func(answer string) *mcp.Server {
+		return fixtureServer("kb", map[string]mcp.ToolHandler{
+			"lookup": func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: answer + " " + string(req.Params.Arguments)}}}, nil
+			},
+		})
+	}
+	long := strings.Repeat("g", 130)
+	ids := []string{long + "1", long + "2", strings.Repeat("a", 127) + "é", "a\x01b", "ab", "a/b", "a_b-c14cddc0", cleanTaskID(long + "1")}
+	rec := newHarness(t, map[string]*mcp.Server{"kb": lookup("live")}, fmt.Sprintf("journal: {dir: %q}\n", dir), nil)
+	cs := rec.client(DefaultProfile)
+	stems := map[string]string{}
+	for i, id := range ids {
+		callTask(t, cs, id, "kb__lookup", map[string]any{"i": i})
+		clean := cleanTaskID(id)
+		if len(clean) > 128 || !utf8.ValidString(clean) {
+			t.Errorf("task %q recorded as %q", id, clean)
+		}
+		stem := journal.FileStem(clean)
+		if other, dup := stems[stem]; dup {
+			t.Errorf("tasks %q and %q share the file %s", id, other, stem)
+		}
+		stems[stem] = id
+	}
+	cs = newHarness(t, map[string]*mcp.Server{"kb": lookup("rerun")}, fmt.Sprintf("replay: {from: %q}\n", dir), nil).client(DefaultProfile)
+	for i, id := range ids {
+		if res := callTask(t, cs, id, "kb__lookup", map[string]any{"i": i}); res.IsError || !strings.Contains(text(res), "live") {
+			t.Errorf("task %q not replayed: %q", id, text(res))
+		}
 	}
 }

@@ -291,22 +291,42 @@ func TestFileStem(t *testing.T) {
 	for task, want := range map[string]string{
 		"":           DefaultTask,
 		"gaia-17.v2": "gaia-17.v2",
-		"a/b":        "a_b-",
+		"a/b":        "a_b~",
 		"a_b":        "a_b",
-		"..":         "_.-",
-		"_default":   "_default-",
-		"tâche 1":    "t_che_1-",
+		"..":         "_.~",
+		"_default":   "_default~",
+		"tâche 1":    "t_che_1~",
 	} {
 		got := FileStem(task)
-		if got != want && !(strings.HasSuffix(want, "-") && strings.HasPrefix(got, want) && len(got) == len(want)+8) {
+		if got != want && !(strings.HasSuffix(want, "~") && strings.HasPrefix(got, want) && len(got) == len(want)+24) {
 			t.Errorf("FileStem(%q) = %q, want %q", task, got, want)
 		}
 	}
 	if FileStem("a/b") == FileStem("a?b") {
 		t.Error("two tasks share a file")
 	}
-	if long := FileStem(strings.Repeat("x", 300)); len(long) > 120 {
+	if long := FileStem(strings.Repeat("x", 300)); len(long) > 128 {
 		t.Errorf("long task: %d bytes", len(long))
+	}
+}
+
+// TestFileStemIsInjective: no literal id takes the file of an altered
+// one, and ids that share their first 100 characters keep their own
+// files (issue 27, item 11).
+func TestFileStemIsInjective(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	ids := []string{
+		"a/b", "a_b", "a?b", "a_b-c14cddc0", "a_b-" + FileStem("a/b")[4:], FileStem("a/b"), FileStem(FileStem("a/b")),
+		long, long + "y", long[:128], long[:129], FileStem(long), FileStem(long + "y"),
+		strings.Repeat("a", 127) + "é", strings.Repeat("a", 127) + "è", "_default", "", ".", "_.",
+	}
+	seen := map[string]string{}
+	for _, id := range ids {
+		stem := FileStem(id)
+		if other, dup := seen[stem]; dup {
+			t.Errorf("%q and %q share the file %s", id, other, stem)
+		}
+		seen[stem] = id
 	}
 }
 
