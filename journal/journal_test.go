@@ -263,6 +263,34 @@ func TestSecretsAreMasked(t *testing.T) {
 	}
 }
 
+// TestEscapedSecretsAreMasked: a secret a JSON encoder wrote with
+// escapes (\u00e4 for a non-ASCII character, \/ for a slash, a surrogate
+// pair) is masked as a decoder reads it (issue 27, item 8).
+func TestEscapedSecretsAreMasked(t *testing.T) {
+	m := &logs.Masker{}
+	m.Add("pässwört-1", "tok/en/42", "key-😀-9")
+	for _, raw := range []string{
+		`{"a":"p\u00e4ssw\u00f6rt-1"}`,
+		`{"a":"x tok\/en\/42 y"}`,
+		`{"a":"\u006b\u0065\u0079-\ud83d\ude00-9"}`,
+		`["tok\u002fen/42"]`,
+		`{"p\u00e4ssw\u00f6rt-1":1}`,
+	} {
+		got := maskJSON(m, json.RawMessage(raw))
+		var v any
+		if err := json.Unmarshal(got, &v); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		if dec := fmt.Sprint(v); strings.Contains(dec, "pässwört") || strings.Contains(dec, "tok/en") || strings.Contains(dec, "😀") {
+			t.Errorf("maskJSON(%s) = %s: the secret decodes", raw, got)
+		}
+	}
+	// Escapes without a secret: the value comes back as it was.
+	if raw := `{"a":"line\nnext \u00e4 \/"}`; string(maskJSON(m, json.RawMessage(raw))) != raw {
+		t.Errorf("changed %s", raw)
+	}
+}
+
 // The catalog goes first into a task's file, once per profile, and again
 // when it changes.
 func TestCatalogLines(t *testing.T) {
