@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -256,5 +259,38 @@ func TestTaskIDsStayApart(t *testing.T) {
 		if res := callTask(t, cs, id, "kb__lookup", map[string]any{"i": i}); res.IsError || !strings.Contains(text(res), "live") {
 			t.Errorf("task %q not replayed: %q", id, text(res))
 		}
+	}
+}
+
+// TestReplaySkipsSpecialFiles: a named pipe and a symlink to /dev/zero in
+// replay.from neither hang start-up nor grow memory; the other files are
+// replayed (issue 27, item 6).
+func TestReplaySkipsSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	kb := func(answer string) *mcp.Server {
+		return fixtureServer("kb", map[string]mcp.ToolHandler{
+			"lookup": func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: answer}}}, nil
+			},
+		})
+	}
+	callTask(t, newHarness(t, map[string]*mcp.Server{"kb": kb("recorded")}, fmt.Sprintf("journal: {dir: %q}\n", dir), nil).client(DefaultProfile), "t1", "kb__lookup", map[string]any{})
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.jsonl"), 0o600); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan *harness, 1)
+	go func() {
+		started <- newHarness(t, map[string]*mcp.Server{"kb": kb("live")}, fmt.Sprintf("replay: {from: %q}\n", dir), nil)
+	}()
+	select {
+	case h := <-started:
+		if res := callTask(t, h.client(DefaultProfile), "t1", "kb__lookup", map[string]any{}); text(res) != "recorded" {
+			t.Errorf("replayed: %q", text(res))
+		}
+	case <-time.After(2 * time.Minute): // generous: reading one small file takes milliseconds
+		t.Fatal("start-up with a FIFO in replay.from did not finish")
 	}
 }

@@ -187,8 +187,8 @@ func TestRotation(t *testing.T) {
 			t.Errorf("%s begins with %+v", p, l[0])
 		}
 	}
-	files, err := Files(dir)
-	if err != nil || len(files) != 2 || files[0] != old || files[1] != cur {
+	files, skipped, err := Files(dir)
+	if err != nil || len(skipped) != 0 || len(files) != 2 || files[0] != old || files[1] != cur {
 		t.Errorf("Files = %v, %v", files, err)
 	}
 }

@@ -32,6 +32,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Unreadable > 0 {
 		fmt.Fprintf(tw, "\n%d lines could not be read (not JSON)\n", r.Unreadable)
 	}
+	for _, f := range r.SkippedFiles {
+		fmt.Fprintf(tw, "\n%s\n", f)
+	}
 	return tw.Flush()
 }
 
