@@ -26,6 +26,8 @@ type failure struct {
 var (
 	failTimeout = failure{metrics.OutcomeTimeout,
 		"Tool '%[1]s' on server '%[2]s' timed out after %[3]v. The call was cancelled; the server stays available. Try again with a smaller request, or use another tool."}
+	failTimeoutOpening = failure{metrics.OutcomeTimeout,
+		"Tool '%[1]s' on server '%[2]s' timed out after %[3]v: %[4]v. Try again later, or use another tool."}
 	failCancelled = failure{metrics.OutcomeCancelled,
 		"Tool '%[1]s' on server '%[2]s' was cancelled by the client."}
 	failStopped = failure{metrics.OutcomeStopped,
@@ -58,8 +60,11 @@ func classify(ctx, cctx context.Context, err error) (failure, any) {
 		atLimit     *upstream.LimitError
 		resultLost  *upstream.ResultLostError
 		needsLogin  *upstream.NeedsLoginError
+		dialEnded   *upstream.DialEndedError
 	)
 	switch {
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && errors.As(err, &dialEnded):
+		return failTimeoutOpening, dialEnded
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		return failTimeout, err
 	case ctx.Err() != nil:

@@ -28,6 +28,8 @@ func TestClassifyFailures(t *testing.T) {
 		text      string
 	}{
 		{live, timedOut, context.DeadlineExceeded, metrics.OutcomeTimeout, "Tool 't' on server 's' timed out after 1m0s."},
+		{live, timedOut, &upstream.UnavailableError{Server: "s", Err: &upstream.DialEndedError{Cause: context.DeadlineExceeded}}, metrics.OutcomeTimeout,
+			"Tool 't' on server 's' timed out after 1m0s: the server had not answered initialize for this client's connection; the call was not sent."},
 		{gone, gone, context.Canceled, metrics.OutcomeCancelled, "Tool 't' on server 's' was cancelled by the client."},
 		{live, live, &upstream.StoppedError{Server: "s", Reason: upstream.ErrShuttingDown, Grace: 2 * time.Second}, metrics.OutcomeStopped,
 			"Tool 't' on server 's' was stopped before it answered: mcpmux is shutting down, and the call to server \"s\" did not finish within the grace period of 2s."},
