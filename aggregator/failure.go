@@ -42,6 +42,8 @@ var (
 		"Tool '%[1]s' on server '%[2]s' failed: the server stopped answering during the call: %[4]v. mcpmux is restarting it; the call may or may not have taken effect, so check before repeating it."}
 	failResultLost = failure{metrics.OutcomeLost,
 		"Tool '%[1]s' on server '%[2]s' failed: the server closed the call's response stream before answering, and %[4]v. The server stays available; the call may or may not have taken effect, so check before repeating it."}
+	failTooLarge = failure{metrics.OutcomeFailed,
+		"Tool '%[1]s' on server '%[2]s' failed: %[4]v. The server stays available; ask for less (a smaller page or range, a filter), or use another tool."}
 	failRejected = failure{metrics.OutcomeRejected,
 		"Tool '%[1]s' on server '%[2]s' was rejected by the server: %[4]v. Check the tool name and that the arguments match the tool's input schema."}
 	failOther = failure{metrics.OutcomeFailed,
@@ -61,6 +63,7 @@ func classify(ctx, cctx context.Context, err error) (failure, any) {
 		resultLost  *upstream.ResultLostError
 		needsLogin  *upstream.NeedsLoginError
 		dialEnded   *upstream.DialEndedError
+		tooLarge    *upstream.TooLargeError
 	)
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && errors.As(err, &dialEnded):
@@ -81,6 +84,8 @@ func classify(ctx, cctx context.Context, err error) (failure, any) {
 		return failLost, lost.Err
 	case errors.As(err, &resultLost):
 		return failResultLost, resultLost.Reason
+	case errors.As(err, &tooLarge):
+		return failTooLarge, tooLarge
 	case errors.As(err, &rpc):
 		return failRejected, fmt.Sprintf("%s (JSON-RPC error %d)", rpc.Message, rpc.Code)
 	}

@@ -38,6 +38,7 @@ func TestClassifyFailures(t *testing.T) {
 		{live, live, &upstream.LostError{Server: "s", Err: errors.New("EOF")}, metrics.OutcomeLost, "stopped answering during the call: EOF."},
 		{live, live, &upstream.ResultLostError{Server: "s", Reason: "it lost the answer"}, metrics.OutcomeLost, "closed the call's response stream before answering, and it lost the answer."},
 		{live, live, fmt.Errorf("calling: %w", &upstream.RPCError{Server: "s", Code: -32602, Message: "bad params"}), metrics.OutcomeRejected, "rejected by the server: bad params (JSON-RPC error -32602)."},
+		{live, live, &upstream.TooLargeError{Server: "s", Limit: 1 << 20}, metrics.OutcomeFailed, "failed: the server's answer exceeds max_result_bytes = 1MiB, so mcpmux stopped reading it. The server stays available"},
 		{live, live, errors.New("boom"), metrics.OutcomeFailed, "Tool 't' on server 's' failed: boom."},
 	} {
 		f, detail := classify(c.ctx, c.cctx, c.err)

@@ -182,13 +182,17 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		base = &declareTasksBodies{base: base, caps: caps}
 		take = c.takeServerMessage
 	}
-	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate, status: c.taskStatusMessage, take: take}}}
+	limit := srv.maxResultBytes()
+	// The go-sdk's own bound of an event (16 MiB) must not end the
+	// connection before rawBodies refuses the answer.
+	maxEvent := max(mcp.DefaultMaxEventSize, int(limit)+2*eventSlack)
+	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate, status: c.taskStatusMessage, take: take}, server: srv.cfg.Name, limit: limit}}
 	sse := func() (*mcp.ClientSession, error) {
 		sc := hc
 		if h != nil {
-			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h, origin: cred.origin}, gate: c.gate, status: c.taskStatusMessage, take: take}}}
+			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h, origin: cred.origin}, gate: c.gate, status: c.taskStatusMessage, take: take}, server: srv.cfg.Name, limit: limit}}
 		}
-		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: sc}, nil), opts)
+		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: sc, MaxEventSize: maxEvent}, nil), opts)
 	}
 	if srv.cfg.Type == config.TransportSSE || srv.useSSE.Load() {
 		cs, err := sse()
@@ -197,7 +201,7 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		}
 		return cs, nil
 	}
-	t := &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2}
+	t := &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2, MaxEventSize: maxEvent}
 	if h != nil {
 		t.OAuthHandler = h
 	}

@@ -245,6 +245,10 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 		// server's answer): nothing ran, so it may be sent again.
 		return &LostError{Server: s.cfg.Name, Err: errNotDelivered}
 	}
+	var tooLarge *TooLargeError
+	if errors.As(err, &tooLarge) {
+		return tooLarge // the connection goes on
+	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
 		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
