@@ -80,6 +80,9 @@ type conn struct {
 	closed     bool
 	lastUse    time.Time
 	idle       *time.Timer // per-client connections only
+	// unresponsive is set when the server stopped answering pings while
+	// calls waited (liveness.go).
+	unresponsive *UnresponsiveError
 }
 
 // dial connects to the server described by srv.cfg, under the connect

@@ -220,6 +220,10 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 	if lost := lostCause(cctx); lost != nil {
 		return lost
 	}
+	var unresponsive *UnresponsiveError
+	if errors.As(context.Cause(cctx), &unresponsive) {
+		return &LostError{Server: s.cfg.Name, Err: unresponsive}
+	}
 	if nl := asNeedsLogin(err); nl != nil {
 		s.loginLost(c, nl)
 		return &UnavailableError{Server: s.cfg.Name, Err: nl}

@@ -72,6 +72,10 @@ type Options struct {
 	// connection: no message bigger is read from a url: server (see
 	// rawBodies). Nil means config.DefaultMaxResultBytes.
 	MaxResultBytes func() config.Size
+	// Liveness is how often a server with calls waiting is pinged; four
+	// times it, how long a ping may go unanswered before the server is
+	// unresponsive (see liveness.go). Zero means DefaultLiveness.
+	Liveness time.Duration
 }
 
 // GroupTracker learns the process groups of the children while they run.
