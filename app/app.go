@@ -100,6 +100,7 @@ func New(opts *Options) (*Instance, error) {
 		ClientInfo:     &mcp.Implementation{Name: "mcpmux", Version: opts.Version},
 		ConnectTimeout: snap.Settings.ConnectTimeout,
 		ManyClients:    mode == SessionsByConfig && !load.Stateless,
+		MaxResultBytes: func() config.Size { return in.agg.Settings().MaxResultBytes },
 	})
 	in.metrics = metrics.New(upstream.MetricsOf(in.pool))
 	in.agg = aggregator.New(&aggregator.Options{

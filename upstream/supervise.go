@@ -90,6 +90,7 @@ func (s *Server) supervise() {
 		finishFirst()
 		c.lists.start()
 		go s.refreshLoop(c)
+		go c.watchLiveness(s.liveness())
 
 		var lost error
 		select {
@@ -98,6 +99,9 @@ func (s *Server) supervise() {
 		case <-s.ctx.Done():
 			return // Stop drains and closes c
 		}
+		c.mu.Lock()
+		unresponsive := c.unresponsive
+		c.mu.Unlock()
 		s.mu.Lock()
 		if s.cur == c {
 			s.cur = nil
@@ -114,6 +118,9 @@ func (s *Server) supervise() {
 		}
 		s.restarts++
 		reason := connLostError(lost)
+		if unresponsive != nil {
+			reason = unresponsive
+		}
 		s.setState(StateRestarting, reason)
 		s.mu.Unlock()
 		c.close()
