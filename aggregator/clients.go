@@ -28,8 +28,8 @@ type clientSession struct {
 	// initialized: the client sent notifications/initialized; until then
 	// it is sent no list_changed (see listNotes.middleware).
 	initialized bool
-	onEnd     []func()
-	ended     bool
+	onEnd       []func()
+	ended       bool
 }
 
 // clientSessions are the client sessions of all profiles.
