@@ -265,7 +265,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// HTTP.
 		SupportedProtocolVersions: statefulVersions(),
 	})
-	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized)
+	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.registerTaskMethods(p)
 	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p

@@ -28,6 +28,7 @@ type clientSession struct {
 	// initialized: the client sent notifications/initialized; until then
 	// it is sent no list_changed (see listNotes.middleware).
 	initialized bool
+	listsAt     uint64 // its profile's lists generation then (listNotes)
 	onEnd       []func()
 	ended       bool
 }

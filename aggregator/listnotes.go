@@ -102,14 +102,20 @@ func (l *listNotes) await(ctx context.Context, ss *mcp.ServerSession, since uint
 	}
 }
 
-// notBeforeInitialized is sending middleware of the profiles' servers: a
+// notBeforeInitialized is sending middleware of profile p's server: a
 // list_changed is not sent to a session that has not sent
-// notifications/initialized yet (a client starting mcpmux over stdio
-// initializes while the servers start, and the go-sdk would tell it of
-// each server's tools as they come). Such a client lists after it
-// initialized, and gets every change up to then: directly it gets no
-// list_changed at its start either.
-func (a *Aggregator) notBeforeInitialized(next mcp.MethodHandler) mcp.MethodHandler {
+// notifications/initialized yet, nor for changes made before it did (a
+// client starting mcpmux over stdio initializes while the servers start,
+// and the go-sdk would tell it of each server's lists as they come, a
+// moment later). Such a client lists after it initialized, and gets every
+// change up to then: directly it gets no list_changed at its start either.
+func (a *Aggregator) notBeforeInitialized(p *profile) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return a.listChangedAfterInitialized(p, next)
+	}
+}
+
+func (a *Aggregator) listChangedAfterInitialized(p *profile, next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
@@ -122,9 +128,9 @@ func (a *Aggregator) notBeforeInitialized(next mcp.MethodHandler) mcp.MethodHand
 				return nil, nil
 			}
 			cs.mu.Lock()
-			initialized := cs.initialized
+			initialized, at := cs.initialized, cs.listsAt
 			cs.mu.Unlock()
-			if !initialized {
+			if !initialized || p.lists.generation() == at {
 				return nil, nil
 			}
 		}

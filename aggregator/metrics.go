@@ -37,6 +37,7 @@ func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.I
 		cs.whenEnded(a.metrics.SessionStarted(p.name))
 		cs.mu.Lock()
 		cs.initialized = true
+		cs.listsAt = p.lists.generation()
 		cs.mu.Unlock()
 	}
 }
