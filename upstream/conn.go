@@ -65,8 +65,8 @@ type conn struct {
 	// ofClient: a client's own connection (perclient.go), whose lists are
 	// its client's (refreshOwn), not the catalog's.
 	ofClient atomic.Bool
-	done    chan struct{}  // closed when the session has ended (see watch)
-	waitErr error          // why it ended; set before done is closed
+	done     chan struct{} // closed when the session has ended (see watch)
+	waitErr  error         // why it ended; set before done is closed
 
 	statusMu sync.Mutex // orders the task status notifications sent to clients (mcptasks.go)
 
@@ -82,12 +82,12 @@ type conn struct {
 	// own are the resources a client's own connection lists (refreshOwn):
 	// those the server made for the client's session show only to it.
 	ownResources []*mcp.Resource
-	inflight   int
-	drained    chan struct{} // closed when draining and inflight reaches 0
-	draining   bool
-	closed     bool
-	lastUse    time.Time
-	idle       *time.Timer // per-client connections only
+	inflight     int
+	drained      chan struct{} // closed when draining and inflight reaches 0
+	draining     bool
+	closed       bool
+	lastUse      time.Time
+	idle         *time.Timer // per-client connections only
 	// unresponsive is set when the server stopped answering pings while
 	// calls waited (liveness.go).
 	unresponsive *UnresponsiveError

@@ -50,7 +50,7 @@ func (c *taskCaller) ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.List
 	return nil, errors.New("no roots")
 }
 func (c *taskCaller) Log(context.Context, *mcp.LoggingMessageParams) {}
-func (c *taskCaller) ResourcesChanged() {}
+func (c *taskCaller) ResourcesChanged()                              {}
 
 func (c *taskCaller) TaskStatus(_ context.Context, params json.RawMessage) {
 	var st struct{ Status string }
