@@ -206,3 +206,35 @@ func TestServeTokenFromFlagOrEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// Flags before the command are the command's, as in git and kubectl:
+// mcpmux --config DIR tools is mcpmux tools --config DIR.
+func TestFlagsBeforeTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--config", dir, "tools", "--json"},
+		{"--config=" + dir, "--log-level", "error", "tools", "--json"},
+		{"tools", "--config", dir, "--json"},
+	} {
+		if out, errOut, code := runCLI(args...); code != 0 || strings.TrimSpace(out) != "[]" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the empty catalog", args, code, out, errOut)
+		}
+	}
+	if out, _, code := runCLI("--config", dir, "check"); code != 0 || !strings.Contains(out, "0 servers") {
+		t.Errorf("--config DIR check: exit %d, %q", code, out)
+	}
+	if out, _, code := runCLI("--config", dir, "help", "tools"); code != 0 || !strings.HasPrefix(out, "usage: mcpmux tools") {
+		t.Errorf("--config DIR help tools: exit %d, %q", code, out)
+	}
+	// A flag the command does not take, and a command that is not one,
+	// are mistakes that say so.
+	if _, errOut, code := runCLI("--config", dir, "version"); code != 2 || !strings.Contains(errOut, "mcpmux version: flag provided but not defined: -config") {
+		t.Errorf("--config DIR version: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := runCLI("--config", dir, "frobnicate"); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("--config DIR frobnicate: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -279,6 +281,58 @@ func TestShutdownStopsChildren(t *testing.T) {
 	}
 	p.wait(t)
 	waitGone(t, pid)
+}
+
+// A stdio client that closes its end of mcpmux's stdout before its stdin
+// (or dies) has left: the write that fails with a broken pipe ends mcpmux
+// as a closed stdin does, with exit 0 and no ERROR in its log.
+func TestStdioClientClosingStdoutFirst(t *testing.T) {
+	t.Parallel()
+	dir := writeConfig(t, map[string]string{"tool/echo.yaml": fixture("echo", "echo")})
+	cmd := exec.Command(mcpmuxBin, "--config", dir, "--log-level", "debug")
+	p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
+	cmd.Stderr = p.logs
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.dumpLogsOnFailure(t)
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Process.Kill() })
+
+	send := func(msg string) {
+		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
+	for r := bufio.NewReader(stdout); ; { // notifications may come first
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("initialize: %v", err)
+		}
+		if strings.Contains(line, `"id":1`) {
+			break
+		}
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// The client stops reading; its next request's answer meets a closed
+	// pipe. Its stdin stays open: the broken pipe alone must end mcpmux.
+	_ = stdout.Close()
+	send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if err := p.wait(t); err != nil {
+		t.Errorf("mcpmux exited with %v after its client closed stdout, want 0", err)
+	}
+	if strings.Contains(p.logs.String(), "level=ERROR") {
+		t.Errorf("a client that left is logged as an error:\n%s", p.logs.String())
+	}
 }
 
 func TestCommands(t *testing.T) {

@@ -84,10 +84,16 @@ func installNpmServers() error {
 }
 
 // sameLock compares the packages of two lockfiles; the hidden one npm
-// writes lacks the root entry, so compare package by package.
+// writes lacks the root entry, so compare package by package. An optional
+// package npm did not install (a native build for another platform) is
+// no difference: counting it one ran npm ci on every run.
 func sameLock(installed, lock []byte) bool {
+	type pkg struct {
+		Version  string
+		Optional bool
+	}
 	var a, b struct {
-		Packages map[string]struct{ Version string } `json:"packages"`
+		Packages map[string]pkg `json:"packages"`
 	}
 	if json.Unmarshal(installed, &a) != nil || json.Unmarshal(lock, &b) != nil {
 		return false
@@ -96,7 +102,11 @@ func sameLock(installed, lock []byte) bool {
 		if path == "" {
 			continue
 		}
-		if a.Packages[path].Version != p.Version {
+		have, ok := a.Packages[path]
+		if !ok && p.Optional {
+			continue
+		}
+		if have.Version != p.Version {
 			return false
 		}
 	}
