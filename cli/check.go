@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -24,12 +25,16 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	// Invalid files are in the report below, not in the log too.
-	in, log, code := oneShot(&cf, fs, stderr)
+	// Invalid files are in the report below, not in the log too. The log
+	// ends where the report begins: what a server that failed does next
+	// (its retries) would come after the table, which is the last word.
+	logOut := &gate{w: stderr}
+	in, log, code := oneShot(&cf, fs, logOut)
 	if in == nil {
 		return code
 	}
 	defer in.Close(time.Second)
+	logOut.close()
 
 	mask := logs.MaskerOf(log) // errors may quote a child's stderr
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -88,4 +93,26 @@ func oneShot(cf *commonFlags, fs *flag.FlagSet, stderr io.Writer) (*app.Instance
 	defer stop()
 	in.Start(ctx)
 	return in, log, 0
+}
+
+// gate passes writes on to w until it is closed, and drops them after.
+type gate struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (g *gate) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }

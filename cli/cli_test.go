@@ -2,11 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcpmux/mcpmux/config"
@@ -236,5 +238,52 @@ func TestFlagsBeforeTheCommand(t *testing.T) {
 	}
 	if _, errOut, code := runCLI("--config", dir, "frobnicate"); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
 		t.Errorf("--config DIR frobnicate: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// lockedBuffer is stdout and stderr at once, in the order of the writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// check's report is its last word: the log of a server that failed to
+// start (its retries) comes before the table or not at all.
+func TestCheckReportIsTheLastWord(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// broken fails in a second, and again while check prints its table:
+	// slow's first attempt, which the table waits for, ends in between.
+	for name, sleep := range map[string]string{"broken": "1", "slow": "2"} {
+		file := fmt.Sprintf("tool_command: sh\nargs: [-c, 'sleep %s; exit 1']\n", sleep)
+		if err := os.WriteFile(filepath.Join(dir, "tool", name+".yaml"), []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out lockedBuffer
+	if code := Run([]string{"check", "--config", dir}, &out, &out); code != 1 {
+		t.Errorf("check of a broken server: exit %d, want 1", code)
+	}
+	got := out.String()
+	table := strings.Index(got, "SERVER")
+	if table < 0 || !strings.HasSuffix(got, "2 servers, 2 not up, 0 invalid files\n") {
+		t.Fatalf("check printed:\n%s", got)
+	}
+	if strings.Contains(got[table:], "level=") {
+		t.Errorf("a log line after the table:\n%s", got)
 	}
 }
