@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -406,5 +407,44 @@ func TestCheckPointsAtFileAndLine(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// tools marks the tools a server lists only to clients with a capability
+// (server-everything's roots, sampling and elicitation ones) and counts
+// what every client gets; check's TOOLS column counts what a client can
+// call, not the blacklisted tools.
+func TestToolsAndCheckCountWhatAClientSees(t *testing.T) {
+	t.Parallel()
+	dir := writeConfig(t, map[string]string{
+		"tool/everything.yaml": npmServer(t, "everything", "mcp-server-everything", "stdio"),
+		"mcpmux.yaml":          "tool_blacklist: [[everything, echo]]\n",
+	})
+	out, errOut, code := runMcpmux(t, "--config", dir, "tools")
+	if code != 0 {
+		t.Fatalf("tools: exit %d\n%s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	marked := 0
+	for _, l := range lines {
+		if strings.Contains(l, "[client needs ") {
+			marked++
+		}
+	}
+	for _, want := range []string{"everything__get-roots-list  ", "[client needs roots]", "[client needs sampling]", "[client needs elicitation (form)]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tools lacks %q:\n%s", want, out)
+		}
+	}
+	if want := fmt.Sprintf("%d of them for every client; the %d marked", len(lines)-marked, marked); marked == 0 || !strings.Contains(errOut, want) {
+		t.Errorf("tools: stderr %q, want %q", errOut, want)
+	}
+	if strings.Contains(out, "everything__echo ") {
+		t.Errorf("tools lists a blacklisted tool:\n%s", out)
+	}
+	out, _, code = runMcpmux(t, "--config", dir, "check")
+	want := fmt.Sprintf("everything  up     %d ", len(lines))
+	if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "1 more blacklisted (tool_blacklist)") {
+		t.Errorf("check: exit %d, want %q and the blacklisted one in DETAIL:\n%s", code, want, out)
 	}
 }

@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,6 +31,13 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		// The quick subset (README): these tests build mcpmux, install npm
+		// servers and run real processes, minutes on a small machine.
+		fmt.Println("e2e: skipped with -short: the end-to-end tests need the built binary and the npm servers")
+		return 0
+	}
 	tmp, err := os.MkdirTemp("", "mcpmux-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
