@@ -147,7 +147,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `
 DIR holds tool/*.yaml (one tool server each) and an optional mcpmux.yaml;
 it defaults to $MCPMUX_CONFIG, else ./config. "mcpmux init" writes one.
-"mcpmux help COMMAND" (or "mcpmux COMMAND -h") prints a command's flags.
+"mcpmux help COMMAND" (or "mcpmux COMMAND -h") prints a command's flags,
+which may also come before it: mcpmux --config DIR tools.
 
 Flags of serving (mcpmux [flags], mcpmux --http ADDR [flags]):
 `)
