@@ -31,6 +31,21 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// longTestContext bounds a test whose work grows with the machine's speed
+// and load (tens of processes, hundreds of calls) by the test binary's own
+// deadline (go test -timeout), less a minute so that the test fails with
+// its own diagnostics rather than the binary's panic; testTimeout bounds
+// one wait, not such a test.
+func longTestContext(t *testing.T) context.Context {
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(10 * testTimeout)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-testTimeout))
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // writeConfig creates a config directory: keys are paths inside it
 // ("mcpmux.yaml", "tool/x.yaml").
 func writeConfig(t *testing.T, files map[string]string) string {
