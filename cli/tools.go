@@ -39,8 +39,10 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 	for _, n := range app.NameNotes(in.Snapshot().Servers, in.Snapshot().Settings.Separator) {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
-	// Bounded: a server that does not answer its probe marks nothing.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Bounded: each probe is a session of its own (a process, for a
+	// child), minutes in all on a busy machine; one that fails marks its
+	// tools as needing "a capability".
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	needs := clientNeeds(ctx, in.Pool(), entries)
 	if *asJSON {
@@ -100,7 +102,8 @@ var needFeatures = []struct {
 // clientNeeds names, for each tool of entries that a client without
 // capabilities is not listed (as mcpmux lists each client what its server
 // would list it), the capabilities that get it listed: the one that does
-// alone (the first of needFeatures), else "several capabilities". It asks each server what it lists to such
+// alone (the first of needFeatures), else "several capabilities" ("a
+// capability" when a probe failed). It asks each server what it lists to such
 // clients, as a serving mcpmux does.
 func clientNeeds(ctx context.Context, pool *upstream.Pool, entries []*aggregator.Entry) map[string][]string {
 	byServer := map[string][]*aggregator.Entry{}
@@ -125,9 +128,11 @@ func clientNeeds(ctx context.Context, pool *upstream.Pool, entries []*aggregator
 		if len(hidden) == 0 {
 			continue
 		}
+		unprobed := false
 		for _, nf := range needFeatures {
 			listed, err := srv.ToolsFor(ctx, nf.f)
 			if err != nil {
+				unprobed = true
 				continue
 			}
 			for _, e := range hidden {
@@ -137,7 +142,11 @@ func clientNeeds(ctx context.Context, pool *upstream.Pool, entries []*aggregator
 			}
 		}
 		for _, e := range hidden {
-			if out[e.Name] == nil {
+			switch {
+			case out[e.Name] != nil:
+			case unprobed: // a probe failed: which one it needs is unknown
+				out[e.Name] = []string{"a capability"}
+			default:
 				out[e.Name] = []string{"several capabilities"}
 			}
 		}
