@@ -420,7 +420,8 @@ func TestToolsAndCheckCountWhatAClientSees(t *testing.T) {
 		"tool/everything.yaml": npmServer(t, "everything", "mcp-server-everything", "stdio"),
 		"mcpmux.yaml":          "tool_blacklist: [[everything, echo]]\n",
 	})
-	out, errOut, code := runMcpmux(t, "--config", dir, "tools")
+	// tools opens a probe session (a process) per capability: slow when busy.
+	out, errOut, code := runMcpmuxIn(t, longTestContext(t), "--config", dir, "tools")
 	if code != 0 {
 		t.Fatalf("tools: exit %d\n%s", code, errOut)
 	}

@@ -316,7 +316,13 @@ func resultText(res *mcp.CallToolResult) string {
 // its stdout, stderr and exit code.
 func runMcpmux(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx := testContext(t)
+	return runMcpmuxIn(t, testContext(t), args...)
+}
+
+// runMcpmuxIn is runMcpmux bounded by ctx: longTestContext for a command
+// whose work grows with the machine's load (tools probing a server).
+func runMcpmuxIn(t *testing.T, ctx context.Context, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, mcpmuxBin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
