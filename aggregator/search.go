@@ -26,15 +26,7 @@ type searchIndex struct {
 // use. Meta tools are not in it.
 func (c *Catalog) SearchIndex() *toolsearch.Index {
 	c.search.once.Do(func() {
-		instructions := make(map[string]string, len(c.Instructions))
-		for _, in := range c.Instructions {
-			instructions[in.Server] = in.Text
-		}
-		docs := make([]toolsearch.Doc, 0, len(c.entries))
-		for _, e := range c.entries {
-			docs = append(docs, toolsearch.Doc{Name: e.Name, Title: e.Def.Title, Description: e.Def.Description,
-				Server: e.Server, Instructions: instructions[e.Server], Params: e.params})
-		}
+		docs := c.SearchDocs()
 		c.search.mu.Lock()
 		prev := c.search.prev
 		c.search.mu.Unlock()
@@ -46,6 +38,21 @@ func (c *Catalog) SearchIndex() *toolsearch.Index {
 	c.search.mu.Lock()
 	defer c.search.mu.Unlock()
 	return c.search.ix
+}
+
+// SearchDocs are the catalog's tools as its search index sees them, in
+// list order.
+func (c *Catalog) SearchDocs() []toolsearch.Doc {
+	instructions := make(map[string]string, len(c.Instructions))
+	for _, in := range c.Instructions {
+		instructions[in.Server] = in.Text
+	}
+	docs := make([]toolsearch.Doc, 0, len(c.entries))
+	for _, e := range c.entries {
+		docs = append(docs, toolsearch.Doc{Name: e.Name, Title: e.Def.Title, Description: e.Def.Description,
+			Server: e.Server, Instructions: instructions[e.Server], Params: e.params})
+	}
+	return docs
 }
 
 // latest is the index a later catalog may reuse: this one's if built,
