@@ -15,6 +15,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Doc is one tool as the index sees it.
@@ -57,6 +58,9 @@ var (
 // k1 is BM25's term-frequency saturation.
 const k1 = 1.2
 
+// stemWeight is a match by stem only, against 1 for the word itself.
+const stemWeight = 0.75
+
 // Options choose the analysis; the zero value is the full ranker. The
 // switches exist to measure what each part adds (go run ./bench -only
 // toolsearch).
@@ -70,20 +74,28 @@ type Index struct {
 	opts     Options
 	docs     []*analyzed
 	postings map[string][]posting
-	avgLen   [nFields]float64
 	byPrint  map[string]*analyzed // by fingerprint, for the next Build
+	scratch  sync.Pool            // *scores, one per search at a time
 }
 
-// analyzed is what indexing keeps of one document.
+// analyzed is what indexing keeps of one document: its terms with their
+// frequency per field, and the length of each field in words.
 type analyzed struct {
 	name   string
-	tf     map[string]*[nFields]float32
+	terms  []termFreq
 	length [nFields]float64
 }
 
+type termFreq struct {
+	term string
+	tf   [nFields]float32
+}
+
+// posting is a document that has a term, with the term's BM25F frequency:
+// the sum over fields of its weighted, length-normalised counts.
 type posting struct {
 	doc int32
-	tf  *[nFields]float32
+	tf  float32
 }
 
 // Build indexes docs. Names should be unique; ties are broken by name. If
@@ -94,6 +106,7 @@ func Build(docs []Doc, opts Options, prev *Index) *Index {
 	if prev != nil && prev.opts != opts {
 		prev = nil
 	}
+	stems := map[string]string{}
 	var total [nFields]float64
 	for i := range docs {
 		d := &docs[i]
@@ -103,7 +116,7 @@ func Build(docs []Doc, opts Options, prev *Index) *Index {
 			a = prev.byPrint[fp]
 		}
 		if a == nil {
-			a = analyze(d, opts)
+			a = analyze(d, opts, stems)
 		}
 		ix.byPrint[fp] = a
 		ix.docs = append(ix.docs, a)
@@ -111,30 +124,39 @@ func Build(docs []Doc, opts Options, prev *Index) *Index {
 			total[f] += a.length[f]
 		}
 	}
-	for i, a := range ix.docs {
-		for _, t := range sortedTerms(a.tf) {
-			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: a.tf[t]})
-		}
-	}
+	var avgLen [nFields]float64
 	if n := float64(len(ix.docs)); n > 0 {
 		for f := range nFields {
-			ix.avgLen[f] = max(total[f]/n, 1)
+			avgLen[f] = max(total[f]/n, 1)
 		}
 	}
+	for i, a := range ix.docs {
+		var norm [nFields]float64
+		for f := range nFields {
+			norm[f] = fieldWeight[f] / (1 - fieldB[f] + fieldB[f]*a.length[f]/avgLen[f])
+		}
+		for _, t := range a.terms {
+			var tf float64
+			for f := range nFields {
+				tf += float64(t.tf[f]) * norm[f]
+			}
+			ix.postings[t.term] = append(ix.postings[t.term], posting{doc: int32(i), tf: float32(tf)})
+		}
+	}
+	n := len(ix.docs)
+	ix.scratch.New = func() any { return &scores{sum: make([]float64, n), best: make([]float64, n)} }
 	return ix
+}
+
+// scores are a search's per-document sums, and the best score of the
+// current query word's terms.
+type scores struct {
+	sum, best     []float64
+	docs, inGroup []int32 // documents with a sum, and with a best
 }
 
 // Len is the number of documents indexed.
 func (ix *Index) Len() int { return len(ix.docs) }
-
-func sortedTerms(m map[string]*[nFields]float32) []string {
-	out := make([]string, 0, len(m))
-	for t := range m {
-		out = append(out, t)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // fingerprint identifies a document's content.
 func fingerprint(d *Doc) string {
@@ -152,16 +174,29 @@ func fingerprint(d *Doc) string {
 	return b.String()
 }
 
-func analyze(d *Doc, opts Options) *analyzed {
-	a := &analyzed{name: d.Name, tf: map[string]*[nFields]float32{}}
+func analyze(d *Doc, opts Options, stems map[string]string) *analyzed {
+	a := &analyzed{name: d.Name}
+	at := map[string]int{}
+	bump := func(f int, t string) {
+		i, ok := at[t]
+		if !ok {
+			i = len(a.terms)
+			at[t] = i
+			a.terms = append(a.terms, termFreq{term: t})
+		}
+		a.terms[i].tf[f]++
+	}
 	add := func(f int, text string) {
-		for _, t := range opts.terms(text) {
-			c := a.tf[t]
-			if c == nil {
-				c = new([nFields]float32)
-				a.tf[t] = c
+		for _, w := range contentWords(text) {
+			bump(f, w)
+			if !opts.NoStemming {
+				st, ok := stems[w]
+				if !ok {
+					st = stemmed(w)
+					stems[w] = st
+				}
+				bump(f, st)
 			}
-			c[f]++
 			a.length[f]++
 		}
 	}
@@ -175,20 +210,6 @@ func analyze(d *Doc, opts Options) *analyzed {
 	add(fServer, d.Server)
 	add(fInstr, d.Instructions)
 	return a
-}
-
-func (o Options) terms(s string) []string {
-	if !o.NoStemming {
-		return terms(s)
-	}
-	ws := words(s)
-	out := ws[:0]
-	for _, w := range ws {
-		if !stopWords[w] {
-			out = append(out, w)
-		}
-	}
-	return out
 }
 
 // Hit is one document found.
@@ -206,36 +227,54 @@ func (ix *Index) Search(query string, keep func(name string) bool) []Hit {
 	if len(qs) == 0 || len(ix.docs) == 0 {
 		return nil
 	}
+	sc := ix.scratch.Get().(*scores)
+	defer ix.scratch.Put(sc)
+	// Each word of the query counts once per document: as itself, or as
+	// its stem or a synonym, whichever scores best, so that a tool
+	// described with several synonyms of one word does not outrank the tool
+	// that has the word.
+	endGroup := func() {
+		for _, d := range sc.inGroup {
+			if sc.sum[d] == 0 {
+				sc.docs = append(sc.docs, d)
+			}
+			sc.sum[d] += sc.best[d]
+			sc.best[d] = 0
+		}
+		sc.inGroup = sc.inGroup[:0]
+	}
 	n := float64(len(ix.docs))
-	scores := map[int32]float64{}
-	for _, q := range qs {
+	for i, q := range qs {
+		if i > 0 && q.group != qs[i-1].group {
+			endGroup()
+		}
 		list := ix.postings[q.term]
 		if len(list) == 0 {
 			continue
 		}
 		df := float64(len(list))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		w := q.weight * math.Log(1+(n-df+0.5)/(df+0.5))
 		for _, p := range list {
-			d := ix.docs[p.doc]
-			var tf float64
-			for f := range nFields {
-				if p.tf[f] == 0 {
-					continue
-				}
-				norm := 1 - fieldB[f] + fieldB[f]*d.length[f]/ix.avgLen[f]
-				tf += fieldWeight[f] * float64(p.tf[f]) / norm
+			tf := float64(p.tf)
+			s := w * tf / (k1 + tf)
+			if sc.best[p.doc] == 0 {
+				sc.inGroup = append(sc.inGroup, p.doc)
 			}
-			scores[p.doc] += q.weight * idf * tf / (k1 + tf)
+			sc.best[p.doc] = max(sc.best[p.doc], s)
 		}
 	}
-	hits := make([]Hit, 0, len(scores))
-	for doc, s := range scores {
-		name := ix.docs[doc].name
+	endGroup()
+	var hits []Hit
+	for _, d := range sc.docs {
+		s := sc.sum[d]
+		sc.sum[d] = 0
+		name := ix.docs[d].name
 		if keep != nil && !keep(name) {
 			continue
 		}
 		hits = append(hits, Hit{Name: name, Score: s})
 	}
+	sc.docs = sc.docs[:0]
 	if len(hits) == 0 {
 		return nil
 	}
@@ -251,32 +290,44 @@ func (ix *Index) Search(query string, keep func(name string) bool) []Hit {
 type queryTerm struct {
 	term   string
 	weight float64
+	group  int // the query word it stands for (itself or a synonym)
 }
 
-// queryTerms are the query's terms, each once, weighted by how often the
-// query has it, then its synonyms at synonymWeight (unless the query has
-// them itself).
+// queryTerms are the query's terms: each word once, weighted by how often
+// the query has it, then (in the same group) its stem at stemWeight and its
+// synonyms at synonymWeight, as words or as stems.
 func (ix *Index) queryTerms(query string) []queryTerm {
+	var ws []string
+	count := map[string]float64{}
+	for _, w := range contentWords(query) {
+		if count[w] == 0 {
+			ws = append(ws, w)
+		}
+		count[w]++
+	}
 	var out []queryTerm
-	at := map[string]int{}
-	for _, t := range ix.opts.terms(query) {
-		if i, ok := at[t]; ok {
-			out[i].weight++
+	for g, w := range ws {
+		c := count[w]
+		seen := map[string]bool{}
+		term := func(t string, weight float64) {
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, queryTerm{term: t, weight: c * weight, group: g})
+			}
+		}
+		term(w, 1)
+		if !ix.opts.NoStemming {
+			term(stemmed(w), stemWeight)
+		}
+		if ix.opts.NoSynonyms {
 			continue
 		}
-		at[t] = len(out)
-		out = append(out, queryTerm{term: t, weight: 1})
-	}
-	if ix.opts.NoSynonyms {
-		return out
-	}
-	for _, q := range slices.Clone(out) {
-		for _, s := range synonymsOf(q.term, ix.opts) {
-			if _, ok := at[s]; ok {
-				continue
+		for _, s := range synonymsOf(w, ix.opts.NoStemming) {
+			if ix.opts.NoStemming {
+				term(s, synonymWeight)
+			} else {
+				term(stemmed(s), synonymWeight)
 			}
-			at[s] = len(out)
-			out = append(out, queryTerm{term: s, weight: synonymWeight})
 		}
 	}
 	return out

@@ -68,34 +68,34 @@ var synonymGroups = []string{
 
 var (
 	synonymsOnce sync.Once
-	synonymIndex [2]map[string][]string // [stemmed, not stemmed]: term → its synonyms
+	synonymWords map[string][]string // word → its synonyms
+	synonymStems map[string][]string // stem → the synonyms of its words
 )
 
-// synonymsOf returns the synonyms of a query term, as terms of the same
-// analysis.
-func synonymsOf(term string, opts Options) []string {
+// synonymsOf returns the synonyms of a query word: of the word itself, or,
+// unless exact, of any word with its stem.
+func synonymsOf(w string, exact bool) []string {
 	synonymsOnce.Do(func() {
-		for i, o := range []Options{{}, {NoStemming: true}} {
-			m := map[string][]string{}
-			for _, g := range synonymGroups {
-				var ts []string
-				for _, w := range strings.Fields(g) {
-					ts = append(ts, o.terms(w)...)
-				}
-				for _, t := range ts {
-					for _, s := range ts {
-						if s != t && !slices.Contains(m[t], s) {
-							m[t] = append(m[t], s)
-						}
+		synonymWords, synonymStems = map[string][]string{}, map[string][]string{}
+		for _, g := range synonymGroups {
+			ws := strings.Fields(g)
+			for _, w := range ws {
+				for _, s := range ws {
+					if s == w {
+						continue
+					}
+					if !slices.Contains(synonymWords[w], s) {
+						synonymWords[w] = append(synonymWords[w], s)
+					}
+					if st := stem(w); !slices.Contains(synonymStems[st], s) && stem(s) != st {
+						synonymStems[st] = append(synonymStems[st], s)
 					}
 				}
 			}
-			synonymIndex[i] = m
 		}
 	})
-	i := 0
-	if opts.NoStemming {
-		i = 1
+	if exact {
+		return synonymWords[w]
 	}
-	return synonymIndex[i][term]
+	return synonymStems[stem(w)]
 }

@@ -53,18 +53,23 @@ func set(s string) map[string]bool {
 	return m
 }
 
-// terms are the index terms of s: its words without stop words, stemmed.
-func terms(s string) []string {
+// contentWords are the words of s without stop words.
+func contentWords(s string) []string {
 	ws := words(s)
 	out := ws[:0]
 	for _, w := range ws {
-		if stopWords[w] {
-			continue
+		if !stopWords[w] {
+			out = append(out, w)
 		}
-		out = append(out, stem(w))
 	}
 	return out
 }
+
+// stemmed is the index term of w's stem. Documents are indexed by their
+// words and by their stems, and a query matches a word exactly at full
+// weight and by its stem at stemWeight: "files" finds read_file, but
+// read_multiple_files, whose description says "files", first.
+func stemmed(w string) string { return "~" + stem(w) }
 
 // stem strips the commonest English inflections (plural, -ing, -ed) and a
 // few derivations, so that "screenshots", "screenshot" and "taking" meet
