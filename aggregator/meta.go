@@ -108,12 +108,7 @@ func (v *view) addMetaTools(blocked map[[2]string]bool) {
 
 // logShadowedByMetaTools reports server tools that a meta tool hides.
 func (a *Aggregator) logShadowedByMetaTools() {
-	lazy := false
-	for _, name := range append([]string{DefaultProfile}, a.settings.ProfileNames()...) {
-		if l, _ := a.settings.CatalogOf(name); l {
-			lazy = true
-		}
-	}
+	lazy := a.anyLazy()
 	for _, m := range metaTools {
 		if !a.settings.HasMetaTool(m.def.Name) && !(lazy && lazyMeta(m.def.Name)) {
 			continue
@@ -123,6 +118,21 @@ func (a *Aggregator) logShadowedByMetaTools() {
 			a.log.Error("tool not exposed: the meta tool of mcpmux.yaml's meta_tools has its name; give the server another prefix", "tool", name, "server", e.Server)
 		}
 	}
+}
+
+// anyLazy reports whether a profile lists its tools lazily.
+func (a *Aggregator) anyLazy() bool {
+	for _, name := range append([]string{DefaultProfile}, a.settings.ProfileNames()...) {
+		if lazy, _ := a.settings.CatalogOf(name); lazy {
+			return true
+		}
+	}
+	return false
+}
+
+// searchable reports whether some profile serves mcpmux__find_tools.
+func (a *Aggregator) searchable() bool {
+	return a.settings.HasMetaTool(config.MetaToolFindTools) || a.anyLazy()
 }
 
 // metaResult is a meta tool's answer: text for every client, and the same
@@ -238,17 +248,16 @@ func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall)
 	}
 	limit = min(limit, maxFindLimit)
 	v := p.view.Load()
-	found := a.findTools(ctx, v, c.session, args.Query)
-	out := FindResult{Tools: []FoundTool{}, Total: len(found)}
+	found, total := a.findTools(ctx, v, c.session, args.Query, limit)
+	out := FindResult{Tools: []FoundTool{}, Total: total}
 	var b strings.Builder
 	switch {
-	case len(found) == 0:
+	case total == 0:
 		fmt.Fprintf(&b, "No tool matches %q. Try other words, or an empty query to list every tool.", args.Query)
-	case len(found) > limit:
-		fmt.Fprintf(&b, "%d tools match; the best %d:", len(found), limit)
-		found = found[:limit]
+	case total > len(found):
+		fmt.Fprintf(&b, "%d tools match; the best %d:", total, len(found))
 	default:
-		fmt.Fprintf(&b, "%d tools match:", len(found))
+		fmt.Fprintf(&b, "%d tools match:", total)
 	}
 	if args.Expose && len(found) > 0 {
 		b.WriteString(" ")
@@ -281,12 +290,13 @@ func (a *Aggregator) exposeNote(ctx context.Context, v *view, ss *mcp.ServerSess
 	return fmt.Sprintf("(expose: %d added to your tool list, which you get with tools/list; until then call them through mcpmux__call_tool.)", added)
 }
 
-// findTools returns the tools (not the meta tools) the caller may call
-// that match query, best first (package toolsearch); an empty query
-// returns all of them in list order. The caller's tools are what its tool
-// list would show in an eager catalog: not the tools its servers list only
-// to clients with capabilities it lacks.
-func (a *Aggregator) findTools(ctx context.Context, v *view, ss *mcp.ServerSession, query string) []*Entry {
+// findTools returns the best limit tools (not the meta tools) the caller
+// may call that match query, best first (package toolsearch), and how
+// many match; an empty query matches all of them, in list order. The
+// caller's tools are what its tool list would show in an eager catalog:
+// not the tools its servers list only to clients with capabilities it
+// lacks.
+func (a *Aggregator) findTools(ctx context.Context, v *view, ss *mcp.ServerSession, query string, limit int) ([]*Entry, int) {
 	callable := map[string]*Entry{}
 	var all []*Entry
 	for _, e := range a.sessionTools(ctx, v, ss) {
@@ -296,14 +306,14 @@ func (a *Aggregator) findTools(ctx context.Context, v *view, ss *mcp.ServerSessi
 		}
 	}
 	if strings.TrimSpace(query) == "" {
-		return all
+		return all[:min(limit, len(all))], len(all)
 	}
-	hits := v.cat.SearchIndex().Search(query, func(name string) bool { return callable[name] != nil })
+	hits, total := v.cat.SearchIndex().Search(query, func(name string) bool { return callable[name] != nil }, limit)
 	out := make([]*Entry, len(hits))
 	for i, h := range hits {
 		out[i] = callable[h.Name]
 	}
-	return out
+	return out, total
 }
 
 // metaCallTool calls the named tool as if the client had called it: the

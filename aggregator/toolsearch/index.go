@@ -218,14 +218,15 @@ type Hit struct {
 	Score float64
 }
 
-// Search returns the documents that match at least one word of query
-// (after stop words), best first, ties by name; keep, if not nil, says
-// which documents may be returned. An empty query, or one of stop words
-// only, finds nothing.
-func (ix *Index) Search(query string, keep func(name string) bool) []Hit {
+// Search returns the best limit documents (all if limit <= 0) that match
+// at least one word of query (after stop words), best first, ties by
+// name, and how many matched in all; keep, if not nil, says which
+// documents may be returned and counted. An empty query, or one of stop
+// words only, finds nothing.
+func (ix *Index) Search(query string, keep func(name string) bool, limit int) (hits []Hit, total int) {
 	qs := ix.queryTerms(query)
 	if len(qs) == 0 || len(ix.docs) == 0 {
-		return nil
+		return nil, 0
 	}
 	sc := ix.scratch.Get().(*scores)
 	defer ix.scratch.Put(sc)
@@ -264,7 +265,10 @@ func (ix *Index) Search(query string, keep func(name string) bool) []Hit {
 		}
 	}
 	endGroup()
-	var hits []Hit
+	// The best limit, kept in a heap whose root is the worst of them: a
+	// search of 10 000 tools sorts ten, not all that match.
+	var top best
+	top.limit = limit
 	for _, d := range sc.docs {
 		s := sc.sum[d]
 		sc.sum[d] = 0
@@ -272,19 +276,69 @@ func (ix *Index) Search(query string, keep func(name string) bool) []Hit {
 		if keep != nil && !keep(name) {
 			continue
 		}
-		hits = append(hits, Hit{Name: name, Score: s})
+		total++
+		top.offer(Hit{Name: name, Score: s})
 	}
 	sc.docs = sc.docs[:0]
-	if len(hits) == 0 {
-		return nil
-	}
-	slices.SortFunc(hits, func(a, b Hit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
+	slices.SortFunc(top.hits, func(a, b Hit) int {
+		if better(a, b) {
+			return -1
 		}
-		return strings.Compare(a.Name, b.Name)
+		return 1
 	})
-	return hits
+	return top.hits, total
+}
+
+// better orders hits: higher score first, then name.
+func better(a, b Hit) bool {
+	if c := cmp.Compare(a.Score, b.Score); c != 0 {
+		return c > 0
+	}
+	return a.Name < b.Name
+}
+
+// best keeps the best limit hits offered (all if limit <= 0), as a heap
+// with the worst at the root once full.
+type best struct {
+	limit int
+	hits  []Hit
+}
+
+func (b *best) offer(h Hit) {
+	if b.limit <= 0 {
+		b.hits = append(b.hits, h)
+		return
+	}
+	if len(b.hits) < b.limit {
+		b.hits = append(b.hits, h)
+		for i := len(b.hits) - 1; i > 0; {
+			parent := (i - 1) / 2
+			if !better(b.hits[parent], b.hits[i]) {
+				break
+			}
+			b.hits[parent], b.hits[i] = b.hits[i], b.hits[parent]
+			i = parent
+		}
+		return
+	}
+	if !better(h, b.hits[0]) {
+		return
+	}
+	b.hits[0] = h
+	for i := 0; ; {
+		worst, l, r := i, 2*i+1, 2*i+2
+		if l < len(b.hits) && better(b.hits[worst], b.hits[l]) {
+			worst = l
+		}
+		if r < len(b.hits) && better(b.hits[worst], b.hits[r]) {
+			worst = r
+		}
+		if worst == i {
+			return
+		}
+		b.hits[i], b.hits[worst] = b.hits[worst], b.hits[i]
+		i = worst
+	}
 }
 
 type queryTerm struct {

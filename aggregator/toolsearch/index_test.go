@@ -3,6 +3,7 @@ package toolsearch
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -60,7 +61,7 @@ var sample = []Doc{
 
 func top(t *testing.T, ix *Index, query string) string {
 	t.Helper()
-	hits := ix.Search(query, nil)
+	hits := first(ix.Search(query, nil, 0))
 	if len(hits) == 0 {
 		return ""
 	}
@@ -79,27 +80,27 @@ func TestSearchRanksTheToolMeant(t *testing.T) {
 		"save a new file":                 "filesystem__write_file",
 	} {
 		if got := top(t, ix, query); got != want {
-			t.Errorf("Search(%q) first = %q, want %q (%v)", query, got, want, ix.Search(query, nil))
+			t.Errorf("Search(%q) first = %q, want %q (%v)", query, got, want, first(ix.Search(query, nil, 0)))
 		}
 	}
-	if hits := ix.Search("the of and", nil); hits != nil {
+	if hits := first(ix.Search("the of and", nil, 0)); hits != nil {
 		t.Errorf("a query of stop words found %v", hits)
 	}
-	if hits := ix.Search("zebra", nil); hits != nil {
+	if hits := first(ix.Search("zebra", nil, 0)); hits != nil {
 		t.Errorf("zebra found %v", hits)
 	}
 }
 
 func TestSearchKeepsOnlyWhatKeepAllows(t *testing.T) {
 	ix := Build(sample, Options{}, nil)
-	hits := ix.Search("file", func(name string) bool { return name != "filesystem__read_text_file" })
+	hits, total := ix.Search("file", func(name string) bool { return name != "filesystem__read_text_file" }, 0)
 	for _, h := range hits {
 		if h.Name == "filesystem__read_text_file" {
 			t.Fatalf("kept a document keep refused: %v", hits)
 		}
 	}
-	if len(hits) == 0 {
-		t.Fatal("found nothing")
+	if len(hits) == 0 || total != len(hits) {
+		t.Fatalf("found %v, total %d", hits, total)
 	}
 }
 
@@ -109,7 +110,7 @@ func TestTiesAreBrokenByName(t *testing.T) {
 		docs = append(docs, Doc{Name: fmt.Sprintf("s%02d__echo", 19-i), Description: "Echoes its text."})
 	}
 	for range 5 {
-		hits := Build(docs, Options{}, nil).Search("echo text", nil)
+		hits, _ := Build(docs, Options{}, nil).Search("echo text", nil, 0)
 		if len(hits) != 20 || !slices.IsSortedFunc(hits, func(a, b Hit) int { return cmpName(a.Name, b.Name) }) {
 			t.Fatalf("equal documents not in name order: %v", hits)
 		}
@@ -143,5 +144,24 @@ func TestBuildReusesUnchangedDocuments(t *testing.T) {
 	// Other options analyse anew.
 	if plain := Build(more, Options{NoStemming: true}, next); plain.docs[1] == next.docs[1] {
 		t.Error("an analysis was reused across options")
+	}
+}
+
+func first(hits []Hit, _ int) []Hit { return hits }
+
+// A limited search returns the best of the full ranking, in its order,
+// and counts every match.
+func TestSearchLimitKeepsTheBest(t *testing.T) {
+	var docs []Doc
+	for i := range 200 {
+		docs = append(docs, Doc{Name: fmt.Sprintf("t%03d", i), Description: fmt.Sprintf("Tool %d %s", i, strings.Repeat("page ", i%7))})
+	}
+	ix := Build(docs, Options{}, nil)
+	all, total := ix.Search("tool page", nil, 0)
+	for _, limit := range []int{1, 5, 10, 199, 200, 500} {
+		got, n := ix.Search("tool page", nil, limit)
+		if n != total || !slices.Equal(got, all[:min(limit, len(all))]) {
+			t.Errorf("limit %d: %d hits (total %d), want the first %d of %d", limit, len(got), n, limit, total)
+		}
 	}
 }

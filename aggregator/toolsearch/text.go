@@ -3,12 +3,57 @@ package toolsearch
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // words splits s into lower-case words of letters and digits, also at
 // case changes, so that "read_file", "read-file" and "readFile" all hold
 // "read" and "file" ("HTTPServer" holds "http" and "server").
 func words(s string) []string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return unicodeWords(s)
+		}
+	}
+	return asciiWords(s)
+}
+
+// asciiWords is words for ASCII text, without decoding runes: tool
+// definitions are mostly ASCII, and an index of 10 000 of them splits
+// millions of words.
+func asciiWords(s string) []string {
+	var out []string
+	start := -1
+	lower := func(c byte) bool { return c >= 'a' && c <= 'z' }
+	upper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
+	digit := func(c byte) bool { return c >= '0' && c <= '9' }
+	flush := func(end int) {
+		if start >= 0 && end > start {
+			out = append(out, strings.ToLower(s[start:end]))
+		}
+		start = -1
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !lower(c) && !upper(c) && !digit(c) {
+			flush(i)
+			continue
+		}
+		if start >= 0 && upper(c) {
+			prev := s[i-1]
+			if lower(prev) || digit(prev) || (upper(prev) && i+1 < len(s) && lower(s[i+1])) {
+				flush(i)
+			}
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	flush(len(s))
+	return out
+}
+
+func unicodeWords(s string) []string {
 	var out []string
 	rs := []rune(s)
 	start := -1
