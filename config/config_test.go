@@ -322,7 +322,7 @@ func TestSettingsValidation(t *testing.T) {
 }
 
 func TestCatalogOfInheritsTheGlobalMode(t *testing.T) {
-	s, ferr := ParseSettings("mcpmux.yaml", []byte(`catalog: lazy
+	_, ferr := ParseSettings("mcpmux.yaml", []byte(`catalog: lazy
 always: ["fs__*"]
 tool_blacklist: [[mcpmux, find_tools]]
 profiles:
@@ -333,7 +333,7 @@ profiles:
 	if ferr == nil {
 		t.Fatal("a lazy default profile without find_tools was accepted")
 	}
-	s, ferr = ParseSettings("mcpmux.yaml", []byte(`catalog: lazy
+	s, ferr := ParseSettings("mcpmux.yaml", []byte(`catalog: lazy
 always: ["fs__*"]
 profiles:
   own: {always: [fetch]}
