@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -135,5 +136,58 @@ func TestFindToolsFollowsReloads(t *testing.T) {
 	}
 	if got := toolNames(t, cs); slices.Contains(got, "dyn__forecast") {
 		t.Errorf("a lazy list shows the new tool before it was exposed: %v", got)
+	}
+}
+
+// Over Streamable HTTP, expose's tools/list_changed reaches the client on
+// its GET stream, and its next tools/list has the tool.
+func TestExposeNotifiesOverHTTP(t *testing.T) {
+	tools := map[string]string{}
+	for i := range 40 {
+		tools[fmt.Sprintf("gadget_%02d", i)] = fmt.Sprintf("Gadget number %d.", i)
+	}
+	h := newHarness(t, map[string]*mcp.Server{"g": describedServer(tools)}, "catalog: lazy\n", nil)
+	ts := httptest.NewServer(h.serveHTTP(nil))
+	defer ts.Close()
+	changed := make(chan struct{}, 64)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// The client opens its GET stream on its own time: until it is up,
+	// expose can only say that the list changed. Expose one tool after
+	// another until one is announced.
+	var told string
+	for i := 0; i < 40 && told == ""; i++ {
+		name := fmt.Sprintf("gadget_%02d", i)
+		if res, _ := find(t, cs, map[string]any{"query": name, "limit": 1, "expose": true}); strings.Contains(text(res), "tools/list_changed sent") {
+			told = "g__" + name
+		} else if !strings.Contains(text(res), "which you get with tools/list") {
+			t.Fatalf("expose = %q", text(res))
+		}
+	}
+	if told == "" {
+		t.Fatal("no expose reached the client's GET stream")
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("tools/list_changed announced but not received")
+	}
+	if got := toolNames(t, cs); !slices.Contains(got, told) {
+		t.Errorf("tools/list after expose = %v, want %s", got, told)
+	}
+}
+
+// Without sessions there is no list per client: expose says so.
+func TestExposeWithoutSessions(t *testing.T) {
+	h := metaHarness(t, lazySettings)
+	h.agg.stateless = true
+	res, found := find(t, h.client(DefaultProfile), map[string]any{"query": "read a file", "expose": true})
+	if len(found.Tools) == 0 || !strings.Contains(text(res), "keeps no tool list per client") {
+		t.Errorf("stateless expose = %q", text(res))
 	}
 }
