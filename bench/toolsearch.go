@@ -298,9 +298,9 @@ func listSizes(ctx context.Context, e *env, what string, servers []searchServer)
 	}
 	share := float64(lazyBytes) / float64(eagerBytes)
 	return row{
-		Figure: fmt.Sprintf("tools/list of a client, %s (%d tools): eager vs catalog: lazy; tokens = bytes/4 (an estimate, no tokenizer)", what, want),
-		Value:  fmt.Sprintf("%d vs %d bytes (~%d vs ~%d tokens): lazy is %.2f %%", eagerBytes, lazyBytes, eagerBytes/4, lazyBytes/4, 100*share),
-		Ratio:  share,
+		Figure:  fmt.Sprintf("tools/list of a client, %s (%d tools): eager vs catalog: lazy; tokens = bytes/4 (an estimate, no tokenizer)", what, want),
+		Value:   fmt.Sprintf("%d vs %d bytes (~%d vs ~%d tokens): lazy is %.2f %%", eagerBytes, lazyBytes, eagerBytes/4, lazyBytes/4, 100*share),
+		Ratio:   share,
 		Command: "go run ./bench -only toolsearch",
 		Note:    "whole JSON-RPC responses, all pages, as read over HTTP from mcpmux",
 	}, nil
