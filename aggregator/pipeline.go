@@ -143,6 +143,9 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 	if e := v.hidden[name]; e != nil {
 		return nil, nil, a.blacklisted(c, e)
 	}
+	if e := v.blacklistedName(name); e != nil {
+		return nil, nil, a.blacklisted(c, e)
+	}
 	server, known, tool, candidates := a.lookup(v, name)
 	switch len(candidates) {
 	case 1:

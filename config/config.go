@@ -463,6 +463,10 @@ type Snapshot struct {
 	Disabled []*Server
 	// Errors are the files that could not be used, sorted by file.
 	Errors []*FileError
+	// Offline are the server files not read because they name an unset
+	// environment variable while replay.catalog: recorded starts no
+	// server: no error, since nothing would use the value.
+	Offline []*FileError
 
 	failedSecrets []string // of files in Errors, for Secrets
 }
