@@ -146,11 +146,12 @@ func catalogOf(v *view, tools []*Entry) []journal.Server {
 		if !ok {
 			i = len(out)
 			index[e.Server] = i
-			out = append(out, journal.Server{Name: e.Server, Prefix: prefixOf[e.Server]})
+			out = append(out, journal.Server{Name: e.Server, Prefix: prefixOf[e.Server], Hashes: map[string]string{}})
 		}
 		def := *e.Def
 		def.Name = e.Tool
 		out[i].Tools = append(out[i].Tools, &def)
+		out[i].Hashes[e.Tool] = journal.ToolHash(&def)
 	}
 	return out
 }

@@ -108,6 +108,35 @@ func (c *Call) Answered(tool string, args, result json.RawMessage, replayed bool
 	c.rec.answers = append(c.rec.answers, Answer{Tool: tool, Arguments: args, Result: result})
 }
 
+// Charged adds the price of a server's call (or, free, the reason a
+// priced call cost nothing: "replayed") to the call's cost.
+func (c *Call) Charged(amount float64, currency, free string) {
+	if c == nil {
+		return
+	}
+	l := &c.rec.line
+	if l.Cost == nil {
+		l.Cost = &Cost{Currency: currency}
+	}
+	if free != "" {
+		if l.Cost.Amount == 0 {
+			l.Cost.Free = free
+		}
+		return
+	}
+	l.Cost.Amount += amount
+	l.Cost.Free = ""
+}
+
+// Drifted records what changed in the called tool's definition since it
+// was pinned.
+func (c *Call) Drifted(what string) {
+	if c == nil || c.derived {
+		return
+	}
+	c.rec.line.Drift = what
+}
+
 // End writes the call's line, with result, what the client gets, encoded,
 // and whether it is an error result. It returns at once for a derived
 // call, whose client call writes the line.
@@ -236,8 +265,10 @@ func (j *Journal) encodeCall(l *CallLine) ([]byte, bool) {
 		Failure     string    `json:"failure,omitempty"`
 		Timeout     string    `json:"timeout,omitempty"`
 		Replayed    bool      `json:"replayed,omitempty"`
+		Cost        *Cost     `json:"cost,omitempty"`
+		Drift       string    `json:"drift,omitempty"`
 		Answers     *[]Answer `json:"answers,omitempty"`
-	}{l.IsError, l.DurationMS, l.Rule, l.Action, l.Hits, l.CorrectedTo, l.Failure, l.Timeout, l.Replayed, l.Answers})
+	}{l.IsError, l.DurationMS, l.Rule, l.Action, l.Hits, l.CorrectedTo, l.Failure, l.Timeout, l.Replayed, l.Cost, l.Drift, l.Answers})
 	if !ok {
 		return nil, false
 	}
