@@ -104,6 +104,9 @@ func (a *Aggregator) replayed(c *toolCall, e *Entry) *result {
 	case replayed:
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeReplayed)
 		c.rec.Answered(e.Name, c.args, journal.EncodeResult(res), true)
+		if srv := a.pool.Get(e.Server); srv != nil {
+			a.charge(c, srv.Config(), e, "replayed")
+		}
 	case res != nil:
 		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeNotRecorded)
 		c.rec.Failed(metrics.OutcomeNotRecorded, 0)
@@ -111,6 +114,23 @@ func (a *Aggregator) replayed(c *toolCall, e *Entry) *result {
 		return nil
 	}
 	return decoded(res)
+}
+
+// charge adds the price of a call of e (its server's cost: or
+// tool_costs:) to the metrics and the call's journal line; free, the
+// reason it cost nothing ("replayed"), records only that.
+func (a *Aggregator) charge(c *toolCall, cfg *config.Server, e *Entry, free string) {
+	if cfg == nil {
+		return
+	}
+	p := cfg.CallPrice(e.Tool)
+	if p == nil {
+		return
+	}
+	if free == "" {
+		a.metrics.Charged(e.Server, p.Currency, p.PerCall)
+	}
+	c.rec.Charged(p.PerCall, p.Currency, free)
 }
 
 // recordCatalog writes the tools a session was listed into its task's

@@ -9,6 +9,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -80,6 +81,10 @@ type Server struct {
 	// Auth is how mcpmux authorizes itself to a url: server (OAuth); nil
 	// means it sends only Headers.
 	Auth *Auth `koanf:"auth"`
+	// Cost is the price of each call of the server's tools, ToolCosts of
+	// one tool's (by the server's own name); nil means no price.
+	Cost      *Price            `koanf:"cost"`
+	ToolCosts map[string]*Price `koanf:"tool_costs"`
 
 	// File is the path the server was read from; Hash identifies its
 	// content, so that an unchanged file can be recognised on reload.
@@ -131,6 +136,10 @@ var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 func (s *Server) normalize(stem string) {
 	if s.Name == "" {
 		s.Name = stem
+	}
+	s.Cost.normalize()
+	for _, p := range s.ToolCosts {
+		p.normalize()
 	}
 	switch s.Type {
 	case "streamable-http", "streamable_http", "streamableHttp":
@@ -189,6 +198,14 @@ func (s *Server) Validate() error {
 			err = fmt.Errorf("%w: did you mean %q?", err, meant)
 		}
 		return fieldErr("type", err)
+	}
+	if err := s.Cost.validate("cost"); err != nil {
+		return err
+	}
+	for _, tool := range slices.Sorted(maps.Keys(s.ToolCosts)) {
+		if err := s.ToolCosts[tool].validate("tool_costs." + tool); err != nil {
+			return err
+		}
 	}
 	if s.Session != SessionShared && s.Session != SessionPerClient {
 		return fieldErr("session", fmt.Errorf("unknown session mode %q (shared, per-client)", s.Session))

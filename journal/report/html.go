@@ -259,7 +259,7 @@ func rowOf(n int, t *Task, c *Call) row {
 		r.Did = append(r.Did, "tool changed since pinned: "+c.Drift)
 	}
 	if c.Cost != nil {
-		cost := strconv.FormatFloat(c.Cost.Amount, 'f', -1, 64) + " " + c.Cost.Currency
+		cost := Amount(c.Cost.Amount) + " " + c.Cost.Currency
 		if c.Cost.Free != "" {
 			cost += " (" + c.Cost.Free + ")"
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,9 +57,15 @@ func (c *Costs) add(cost *journal.Cost) {
 func (c Costs) String() string {
 	var parts []string
 	for _, cur := range slices.Sorted(maps.Keys(c)) {
-		parts = append(parts, strconv.FormatFloat(c[cur], 'f', -1, 64)+" "+cur)
+		parts = append(parts, Amount(c[cur])+" "+cur)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Amount writes an amount without the noise of float sums
+// (0.0030000000000000005 is 0.003).
+func Amount(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1e9)/1e9, 'f', -1, 64)
 }
 
 // sortKey orders by the total, whatever the currency: enough to rank.
