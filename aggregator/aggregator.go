@@ -82,6 +82,7 @@ type Aggregator struct {
 	metrics *metrics.Metrics
 
 	journal    *journal.Journal // writes nothing unless the settings name a dir
+	frozen     *journal.Journal // the replayed journal, appended to with replay.miss: record
 	replay     atomic.Pointer[replay.Replay]
 	replayMu   sync.Mutex    // serializes applyRecording's replay part
 	replaySpec config.Replay // what replay was opened with; guarded by replayMu
@@ -136,6 +137,7 @@ func New(opts *Options) *Aggregator {
 		a.metrics = metrics.New(nil)
 	}
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
+	a.frozen = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.applyRecording(settings)
 	a.current.Store(settings)
 	a.mu.Lock()

@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,6 +28,12 @@ func (a *Aggregator) applyRecording(s *config.Settings) {
 	} else {
 		a.journal.Configure("", 0)
 	}
+	if r := s.Replay; r != nil && r.Miss == config.ReplayMissRecord {
+		// Never rotated: the replay keeps where each answer is.
+		a.frozen.Configure(r.From, math.MaxInt64)
+	} else {
+		a.frozen.Configure("", 0)
+	}
 	var spec config.Replay
 	if s.Replay != nil {
 		spec = *s.Replay
@@ -43,7 +50,7 @@ func (a *Aggregator) applyRecording(s *config.Settings) {
 		return
 	}
 	start := time.Now()
-	rp := replay.Open(replay.Options{Dir: spec.From, MissCalls: spec.Miss == config.ReplayMissCall})
+	rp := replay.Open(replay.Options{Dir: spec.From, MissCalls: spec.Miss == config.ReplayMissCall, Record: spec.Miss == config.ReplayMissRecord})
 	if err := rp.Err(); err != nil {
 		a.log.Error("replay: cannot read the journal; every call is answered with this error", "from", spec.From, "error", err)
 	} else {
@@ -74,15 +81,15 @@ func (a *Aggregator) recordedServers(running map[string]bool) []ServerFeatures {
 // its journal line when it ends.
 func (a *Aggregator) clientCall(ctx context.Context, p *profile, req *mcp.CallToolRequest) *result {
 	c := a.newToolCall(req)
-	if a.journal.On() {
-		c.rec = a.journal.Begin(journal.Start{
+	if a.journal.On() || a.frozen.On() {
+		c.rec = a.journal.BeginFrozen(journal.Start{
 			Task: c.task, Session: sessionID(c.session), Profile: p.name, Client: clientOf(c.session),
 			Tool: c.name, Arguments: c.args,
 			Catalog: func() []journal.Server {
 				v := p.view.Load()
 				return catalogOf(v, a.sessionTools(ctx, v, c.session))
 			},
-		})
+		}, a.frozen)
 	}
 	res := a.callTool(ctx, p, c)
 	if c.rec != nil {

@@ -324,7 +324,7 @@ func TestRecordingSettings(t *testing.T) {
 		"journal: {dir: j, max_bytes: 10}\n":                 "journal.max_bytes: 10B is too small",
 		"journal: {dir: runs}\nreplay: {from: ./runs/}\n":    `replay.from: "./runs/" is also journal.dir`,
 		"replay: {from: r, catalog: recorded, miss: call}\n": `replay.miss: "call" needs the servers`,
-		"replay: {from: r, miss: later}\n":                   `replay.miss: unknown value "later" (error, call)`,
+		"replay: {from: r, miss: later}\n":                   `replay.miss: unknown value "later" (error, call, record)`,
 		"journal: {max_bytes: 1MiB}\n":                       "journal.dir: missing",
 	} {
 		_, ferr := ParseSettings("mcpmux.yaml", []byte(doc), env(nil))

@@ -22,7 +22,7 @@ type Replay struct {
 	// directory.
 	From string `koanf:"from"`
 	// Miss says what a call the journal does not hold gets: ReplayMissError
-	// (the default) or ReplayMissCall.
+	// (the default), ReplayMissCall or ReplayMissRecord.
 	Miss string `koanf:"miss"`
 	// Catalog says where the tool list comes from: ReplayCatalogLive (the
 	// default: the servers, started as usual) or ReplayCatalogRecorded (the
@@ -37,6 +37,7 @@ const DefaultJournalMaxBytes Size = 100 << 20
 const (
 	ReplayMissError       = "error"    // an isError result saying no call was recorded
 	ReplayMissCall        = "call"     // the call goes to its server
+	ReplayMissRecord      = "record"   // the call goes to its server, and its answer into the replayed journal
 	ReplayCatalogLive     = "live"     // tools are the running servers'
 	ReplayCatalogRecorded = "recorded" // tools are the journal's; no server runs
 )
@@ -77,13 +78,13 @@ func (s *Settings) validateRecording() error {
 	if r.From == "" {
 		return fieldErr("replay.from", fmt.Errorf("missing: the journal directory to replay (relative to the config directory)"))
 	}
-	if r.Miss != ReplayMissError && r.Miss != ReplayMissCall {
-		return fieldErr("replay.miss", fmt.Errorf("unknown value %q (%s, %s)", r.Miss, ReplayMissError, ReplayMissCall))
+	if r.Miss != ReplayMissError && r.Miss != ReplayMissCall && r.Miss != ReplayMissRecord {
+		return fieldErr("replay.miss", fmt.Errorf("unknown value %q (%s, %s, %s)", r.Miss, ReplayMissError, ReplayMissCall, ReplayMissRecord))
 	}
 	if r.Catalog != ReplayCatalogLive && r.Catalog != ReplayCatalogRecorded {
 		return fieldErr("replay.catalog", fmt.Errorf("unknown value %q (%s, %s)", r.Catalog, ReplayCatalogLive, ReplayCatalogRecorded))
 	}
-	if r.Catalog == ReplayCatalogRecorded && r.Miss == ReplayMissCall {
+	if r.Catalog == ReplayCatalogRecorded && r.Miss != ReplayMissError {
 		return fieldErr("replay.miss", fmt.Errorf("%q needs the servers, which catalog: %s does not start; use miss: %s, or catalog: %s", ReplayMissCall, ReplayCatalogRecorded, ReplayMissError, ReplayCatalogLive))
 	}
 	if s.Journal != nil && filepath.Clean(s.Journal.Dir) == filepath.Clean(r.From) {
