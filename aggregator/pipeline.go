@@ -100,12 +100,19 @@ func (a *Aggregator) toolHandler(p *profile) mcp.ToolHandler {
 // callTool runs c through the pipeline of profile p.
 func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *result {
 	v := p.view.Load()
+	if v.held[c.name] != nil && a.pinStateChanged() {
+		a.pins.resync() // mcpmux approve wrote the state file: apply it now
+		v = p.view.Load()
+	}
 	// 1. Route.
 	e, fix, answer := a.route(v, c)
 	if answer != nil {
 		return decoded(answer)
 	}
 	c.rec.Routed(e.Server, fix.exposedName(e))
+	if d := v.cat.drift[e.Name]; d != nil {
+		c.rec.Drifted(d.Changed) // pin.on_change: warn
+	}
 	// 2. Rules before.
 	rules := a.current.Load().Rules()
 	rc, env := a.ruleCall(p, c, e)
@@ -145,6 +152,9 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 	}
 	if e := v.blacklistedName(name); e != nil {
 		return nil, nil, a.blacklisted(c, e)
+	}
+	if d := v.held[name]; d != nil {
+		return nil, nil, a.quarantined(c, d)
 	}
 	server, known, tool, candidates := a.lookup(v, name)
 	switch len(candidates) {

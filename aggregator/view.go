@@ -19,6 +19,7 @@ type view struct {
 	visible  map[string]*Entry   // exposed name → entry
 	hidden   map[string]*Entry   // blacklisted for this profile
 	blocked  map[[2]string]bool  // the profile's blacklist: {server, tool} pairs
+	held     map[string]*Drift   // changed since pinned, refused (pinning.go)
 	byTool   map[string][]*Entry // server's tool name → visible entries
 	servers  map[string]bool     // servers of the profile; nil means all
 
@@ -74,6 +75,13 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 		}
 		if blocked[[2]string{e.Server, e.Tool}] {
 			v.hidden[e.Name] = e
+			continue
+		}
+		if d := cat.drift[e.Name]; d != nil && d.refuse {
+			if v.held == nil {
+				v.held = map[string]*Drift{}
+			}
+			v.held[e.Name] = d
 			continue
 		}
 		v.visible[e.Name] = e

@@ -290,6 +290,13 @@ type Settings struct {
 	// Replay answers calls from a journal instead of the servers; nil
 	// means every call goes to its server.
 	Replay *Replay `koanf:"replay"`
+	// Pin holds the tools to the definitions of a recorded run or a
+	// manifest; ToolPinning to those first seen, kept in
+	// ToolPinningState (set by Load: ToolPinningStateFile in the config
+	// directory).
+	Pin              *Pin   `koanf:"pin"`
+	ToolPinning      bool   `koanf:"tool_pinning"`
+	ToolPinningState string `koanf:"-"`
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`

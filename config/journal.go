@@ -30,6 +30,26 @@ type Replay struct {
 	Catalog string `koanf:"catalog"`
 }
 
+// Pin is the pin key of mcpmux.yaml: the tool definitions to hold the
+// servers' to (package journal/pin).
+type Pin struct {
+	// From is a journal directory or a manifest file, relative to the
+	// config directory.
+	From string `koanf:"from"`
+	// OnChange is PinRefuse (the default) or PinWarn.
+	OnChange string `koanf:"on_change"`
+}
+
+// Values of pin.on_change.
+const (
+	PinRefuse = "refuse" // a changed tool is hidden and its calls refused
+	PinWarn   = "warn"   // a changed tool is served, logged and flagged
+)
+
+// ToolPinningStateFile is the state file of tool_pinning, in the config
+// directory.
+const ToolPinningStateFile = ".mcpmux-tool-pins.json"
+
 // DefaultJournalMaxBytes is journal.max_bytes when unset.
 const DefaultJournalMaxBytes Size = 100 << 20
 
@@ -49,6 +69,9 @@ func (s *Settings) ReplaysCatalog() bool {
 }
 
 func (s *Settings) normalizeRecording() {
+	if s.Pin != nil && s.Pin.OnChange == "" {
+		s.Pin.OnChange = PinRefuse
+	}
 	if s.Journal != nil && s.Journal.MaxBytes == 0 {
 		s.Journal.MaxBytes = DefaultJournalMaxBytes
 	}
@@ -69,6 +92,14 @@ func (s *Settings) validateRecording() error {
 		}
 		if j.MaxBytes < minLimit {
 			return fieldErr("journal.max_bytes", fmt.Errorf("%v is too small (at least %v)", j.MaxBytes, minLimit))
+		}
+	}
+	if p := s.Pin; p != nil {
+		if p.From == "" {
+			return fieldErr("pin.from", fmt.Errorf("missing: a journal directory or a manifest file (mcpmux pin write makes one)"))
+		}
+		if p.OnChange != PinRefuse && p.OnChange != PinWarn {
+			return fieldErr("pin.on_change", fmt.Errorf("unknown value %q (%s, %s)", p.OnChange, PinRefuse, PinWarn))
 		}
 	}
 	r := s.Replay
@@ -101,5 +132,11 @@ func (s *Settings) resolveRecordingDirs(dir string) {
 	}
 	if s.Replay != nil && !filepath.IsAbs(s.Replay.From) {
 		s.Replay.From = filepath.Join(dir, s.Replay.From)
+	}
+	if s.Pin != nil && !filepath.IsAbs(s.Pin.From) {
+		s.Pin.From = filepath.Join(dir, s.Pin.From)
+	}
+	if s.ToolPinning {
+		s.ToolPinningState = filepath.Join(dir, ToolPinningStateFile)
 	}
 }
