@@ -73,7 +73,8 @@ func TestSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"TASK    CALLS  ERRORS", "gaia-1  7      3       1        1          1          0      -     33.5s",
-		"task gaia-1: 7 calls, 3 errors, 1 refused, 1 fallback, 1 corrected, 1 timeout, 1 replayed", "code__run    2      2       30.1s  30s", "task gaia/2: 2 calls, 0 errors, 1 replayed", "2 lines could not be read"} {
+		"task gaia-1: 7 calls, 3 errors, 1 refused, 1 fallback, 1 corrected, 1 timeout, 1 replayed", "code__run    2      2       30.1s  30s", "task gaia/2: 2 calls, 0 errors, 1 replayed", "2 lines could not be read",
+		"  refused by no-benchmark-answers: web__scrape {"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
