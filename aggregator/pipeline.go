@@ -113,6 +113,9 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	if d := v.cat.drift[e.Name]; d != nil {
 		c.rec.Drifted(d.Changed) // pin.on_change: warn
 	}
+	if v.lazy {
+		a.touchExposed(c.session, e.Name)
+	}
 	// 2. Rules before.
 	rules := a.current.Load().Rules()
 	rc, env := a.ruleCall(p, c, e)
