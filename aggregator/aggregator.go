@@ -82,6 +82,8 @@ type Aggregator struct {
 	metrics *metrics.Metrics
 
 	journal    *journal.Journal // writes nothing unless the settings name a dir
+	frozen     *journal.Journal // the replayed journal, appended to with replay.miss: record
+	pins       pins             // pin and tool_pinning (pinning.go)
 	replay     atomic.Pointer[replay.Replay]
 	replayMu   sync.Mutex    // serializes applyRecording's replay part
 	replaySpec config.Replay // what replay was opened with; guarded by replayMu
@@ -139,6 +141,8 @@ func New(opts *Options) *Aggregator {
 		a.metrics = metrics.New(nil)
 	}
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
+	a.pins.resync = a.Sync
+	a.frozen = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.applyRecording(settings)
 	a.current.Store(settings)
 	a.mu.Lock()
@@ -201,6 +205,7 @@ func (a *Aggregator) rebuildLocked() {
 	}
 	servers = append(servers, a.recordedServers(running)...)
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
+	a.catalog.drift = a.checkPins(a.catalog, a.settings)
 	// Servers added by a reload get the clients' log level too.
 	go a.pushLogLevel(context.Background(), a.lowestLevel())
 	for _, err := range a.catalog.Conflicts {

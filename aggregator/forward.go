@@ -73,6 +73,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	}
 	res := &result{raw: raw}
 	running.Done(resultOutcome(res.isError()))
+	a.charge(c, srv.Config(), e, "") // the server answered: the call is billed
 	a.log.Debug("tool call", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "elapsed", elapsed)
 	// A result no longer than the limit cannot hold more payload than it
 	// allows: only a longer one is decoded to be measured.

@@ -177,6 +177,9 @@ type ServerState struct {
 type StatusResult struct {
 	Ready   bool          `json:"ready"`
 	Servers []ServerState `json:"servers"`
+	// Drifted are the profile's tools changed since they were pinned or
+	// trusted, with the diff.
+	Drifted []Drift `json:"drifted_tools,omitempty"`
 }
 
 // metaStatus reports the state of the profile's servers.
@@ -204,6 +207,20 @@ func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *toolCall) *res
 	head := "mcpmux is ready"
 	if !h.Ready {
 		head = "mcpmux is starting"
+	}
+	for _, d := range h.Drifted {
+		if !v.hasServer(d.Server) {
+			continue
+		}
+		out.Drifted = append(out.Drifted, d)
+		state := "flagged (pin.on_change: warn)"
+		switch {
+		case d.By == toolPinningRule:
+			state = "quarantined until approved (mcpmux approve " + d.Server + " " + d.Tool + ")"
+		case d.refuse:
+			state = "refused (pin)"
+		}
+		fmt.Fprintf(&b, "\n- tool %s changed since it was trusted (%s): %s\n%s", d.Name, d.Changed, state, d.Diff)
 	}
 	text := fmt.Sprintf("%s: %d of %d servers up.%s", head, up, len(out.Servers), b.String())
 	return a.countMeta(config.MetaToolStatus, metaResult(text, out))

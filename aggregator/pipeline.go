@@ -111,6 +111,10 @@ func (a *Aggregator) toolHandler(p *profile) mcp.ToolHandler {
 // callTool runs c through the pipeline of profile p.
 func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *result {
 	v := p.view.Load()
+	if v.held[c.name] != nil && a.pinStateChanged() {
+		a.pins.resync() // mcpmux approve wrote the state file: apply it now
+		v = p.view.Load()
+	}
 	// 1. Route.
 	e, fix, answer := a.route(v, c)
 	if answer == nil {
@@ -120,6 +124,9 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 		return decoded(answer)
 	}
 	c.rec.Routed(e.Server, fix.exposedName(e))
+	if d := v.cat.drift[e.Name]; d != nil {
+		c.rec.Drifted(d.Changed) // pin.on_change: warn
+	}
 	if v.lazy {
 		a.touchExposed(c.session, e.Name)
 	}
@@ -159,6 +166,12 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 	}
 	if e := v.hidden[name]; e != nil {
 		return nil, nil, a.blacklisted(c, e)
+	}
+	if e := v.blacklistedName(name); e != nil {
+		return nil, nil, a.blacklisted(c, e)
+	}
+	if d := v.held[name]; d != nil {
+		return nil, nil, a.quarantined(c, d)
 	}
 	server, known, tool, candidates := a.lookup(v, name)
 	// A server of the profile that is not up lists no tools: a call naming

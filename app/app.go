@@ -151,6 +151,9 @@ func (in *Instance) LogFileErrors() {
 	for _, fe := range in.snap.Errors {
 		in.log.Error("config file skipped", "file", fe.File, "line", fe.Line, "error", fe.Err)
 	}
+	for _, fe := range in.snap.Offline {
+		in.log.Debug("replay: server file not read; catalog: recorded starts no server", "file", fe.File, "reason", fe.Err)
+	}
 }
 
 // Start starts every configured server in parallel, waits for each one's

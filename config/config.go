@@ -9,6 +9,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"regexp"
@@ -85,6 +86,10 @@ type Server struct {
 	// Auth is how mcpmux authorizes itself to a url: server (OAuth); nil
 	// means it sends only Headers.
 	Auth *Auth `koanf:"auth"`
+	// Cost is the price of each call of the server's tools, ToolCosts of
+	// one tool's (by the server's own name); nil means no price.
+	Cost      *Price            `koanf:"cost"`
+	ToolCosts map[string]*Price `koanf:"tool_costs"`
 
 	// File is the path the server was read from; Hash identifies its
 	// content, so that an unchanged file can be recognised on reload.
@@ -140,6 +145,10 @@ var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 func (s *Server) normalize(stem string) {
 	if s.Name == "" {
 		s.Name = stem
+	}
+	s.Cost.normalize()
+	for _, p := range s.ToolCosts {
+		p.normalize()
 	}
 	switch s.Type {
 	case "streamable-http", "streamable_http", "streamableHttp":
@@ -198,6 +207,14 @@ func (s *Server) Validate() error {
 			err = fmt.Errorf("%w: did you mean %q?", err, meant)
 		}
 		return fieldErr("type", err)
+	}
+	if err := s.Cost.validate("cost"); err != nil {
+		return err
+	}
+	for _, tool := range slices.Sorted(maps.Keys(s.ToolCosts)) {
+		if err := s.ToolCosts[tool].validate("tool_costs." + tool); err != nil {
+			return err
+		}
 	}
 	if s.Session != SessionShared && s.Session != SessionPerClient && s.Session != SessionAuto {
 		return fieldErr("session", fmt.Errorf("unknown session mode %q (auto, shared, per-client)", s.Session))
@@ -293,6 +310,13 @@ type Settings struct {
 	// Replay answers calls from a journal instead of the servers; nil
 	// means every call goes to its server.
 	Replay *Replay `koanf:"replay"`
+	// Pin holds the tools to the definitions of a recorded run or a
+	// manifest; ToolPinning to those first seen, kept in
+	// ToolPinningState (set by Load: ToolPinningStateFile in the config
+	// directory).
+	Pin              *Pin   `koanf:"pin"`
+	ToolPinning      bool   `koanf:"tool_pinning"`
+	ToolPinningState string `koanf:"-"`
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
@@ -568,6 +592,10 @@ type Snapshot struct {
 	Disabled []*Server
 	// Errors are the files that could not be used, sorted by file.
 	Errors []*FileError
+	// Offline are the server files not read because they name an unset
+	// environment variable while replay.catalog: recorded starts no
+	// server: no error, since nothing would use the value.
+	Offline []*FileError
 
 	failedSecrets []string // of files in Errors, for Secrets
 }

@@ -83,6 +83,13 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 			continue
 		}
 		srv, ferr := ParseServer(path, data, lookup)
+		if ferr != nil && snap.Settings.ReplaysCatalog() && errors.As(ferr, new(*MissingVarError)) {
+			// Offline replay starts no server: a variable only its
+			// process would get is no error.
+			snap.Offline = append(snap.Offline, ferr)
+			snap.failedSecrets = append(snap.failedSecrets, looseSecrets(data, lookup)...)
+			continue
+		}
 		if ferr != nil {
 			snap.Errors = append(snap.Errors, ferr)
 			// Its error may quote a value; mask what can be read.
@@ -249,7 +256,7 @@ func expandTree(path string, data []byte, m map[string]any, at []string, lookup 
 		}
 		expanded, err := expandAll(m[key], lookup, found)
 		if err != nil {
-			return &FileError{File: path, Line: lineOfPath(data, field), Err: fmt.Errorf("%s: %v", strings.Join(field, "."), err)}
+			return &FileError{File: path, Line: lineOfPath(data, field), Err: fmt.Errorf("%s: %w", strings.Join(field, "."), err)}
 		}
 		m[key] = expanded
 	}
