@@ -256,11 +256,10 @@ func (a *Aggregator) newProfile(name string) *profile {
 		SubscribeHandler:   a.subscribe(p),
 		UnsubscribeHandler: a.unsubscribe(p),
 		InitializedHandler: a.sessionInitialized(p),
-		// mcpmux is stateful (per-client connections, list_changed on the
-		// session, server-to-client requests), as the 2026-07-28 protocol
-		// is not: clients negotiate 2025-11-25 or older, on stdio as over
-		// HTTP.
-		SupportedProtocolVersions: statefulVersions(),
+		// Every version the SDK speaks: 2025-11-25 and older clients
+		// initialize a session; 2026-07-28 clients send each request on
+		// its own (over HTTP the front routes those to a stateless
+		// handler of this server: see package front).
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers)
 	a.registerTaskMethods(p)
@@ -298,18 +297,6 @@ func (a *Aggregator) applyView(p *profile, v *view) {
 			delete(p.registered, name)
 		}
 	}
-}
-
-// statefulVersions are the protocol versions before the sessionless
-// 2026-07-28.
-func statefulVersions() []string {
-	var out []string
-	for _, v := range mcp.SupportedProtocolVersions() {
-		if v < "2026-07-28" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // addTool registers a tool, turning the SDK's panics on definitions it

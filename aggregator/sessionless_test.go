@@ -1,0 +1,146 @@
+package aggregator
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sessionlessHTTP serves the fixtures over HTTP with sessions, as mcpmux
+// does by default: 2026-07-28 requests are routed per request.
+func sessionlessHTTP(t *testing.T, servers map[string]*mcp.Server) (*harness, *httptest.Server) {
+	t.Helper()
+	h := newHarness(t, servers, "", nil)
+	h.front = h.serveHTTP(nil)
+	ts := httptest.NewServer(h.front)
+	t.Cleanup(ts.Close)
+	return h, ts
+}
+
+// A go-sdk v1.8.0 client negotiates 2026-07-28 with mcpmux over HTTP
+// (server/discover, no refused round trip, no initialize), lists the merged
+// catalog and calls through it; a 2025-11-25 client on the same endpoint
+// still gets a session.
+func TestSessionlessClientOverHTTP(t *testing.T) {
+	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{
+		"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("alpha:")}),
+		"beta":  fixtureServer("beta", map[string]mcp.ToolHandler{"echo": echo("beta:")}),
+	})
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", v)
+	}
+	if got := toolNames(t, cs); !slices.Contains(got, "alpha__echo") || !slices.Contains(got, "beta__echo") {
+		t.Errorf("tools: %v", got)
+	}
+	if res := call(t, cs, "beta__echo", map[string]any{"text": "hi"}); res.IsError || text(res) != "beta:hi" {
+		t.Errorf("call: %+v", res)
+	}
+	if n := h.front.OpenSessions(); n != 0 {
+		t.Errorf("%d sessions tracked for a sessionless client, want none", n)
+	}
+	old, err := mcp.NewClient(&mcp.Implementation{Name: "old", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if v := old.InitializeResult().ProtocolVersion; v != "2025-11-25" || old.ID() == "" {
+		t.Errorf("a 2025-11-25 client: version %q, session %q", v, old.ID())
+	}
+	if res := call(t, old, "alpha__echo", map[string]any{"text": "x"}); res.IsError || !strings.HasPrefix(text(res), "alpha:") {
+		t.Errorf("2025 call: %+v", res)
+	}
+}
+
+// stdioSDKClient connects a go-sdk client (opts, and the version it
+// offers: "" for its latest) to a's profile over serveStdio on pipes.
+func stdioSDKClient(t *testing.T, a *Aggregator, profile string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = a.serveStdio(ctx, a.Server(profile), inR, outW)
+		_ = outW.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "1"}, opts).Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.Close()
+		cancel()
+		_ = inW.Close()
+		<-served
+	})
+	return cs
+}
+
+// Over stdio, a go-sdk v1.8.0 client negotiates 2026-07-28 without an
+// initialize, lists and calls, and learns of a change of the merged
+// catalog on its subscriptions/listen stream.
+func TestSessionlessClientOverStdio(t *testing.T) {
+	dyn := fixtureServer("dyn", map[string]mcp.ToolHandler{"one": echo("1:")})
+	h := newHarness(t, map[string]*mcp.Server{"dyn": dyn}, "", nil)
+	changed := make(chan struct{}, 10)
+	cs := stdioSDKClient(t, h.agg, DefaultProfile, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}, "")
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", v)
+	}
+	if res := call(t, cs, "dyn__one", map[string]any{"text": "x"}); res.IsError || text(res) != "1:x" {
+		t.Errorf("call: %+v", res)
+	}
+	dyn.AddTool(&mcp.Tool{Name: "two", InputSchema: map[string]any{"type": "object"}}, echo("2:"))
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools/list_changed on the listen stream")
+	}
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"dyn__one", "dyn__two"}) {
+		t.Errorf("after the change: %v", got)
+	}
+}
+
+// Over stdio, nothing reaches a client that has not initialized a session
+// of 2025-11-25 or older unless it asked for it: change notifications go
+// only on listen streams (stamped with their subscription id); the
+// notifications of its requests (progress, log messages) do.
+func TestStdioSendsNoUnsolicitedNotifications(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		sent bool
+	}{
+		{`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"a://b"}}`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":3}}}`, true},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, true},
+	} {
+		var out bytes.Buffer
+		o := &stdioOut{w: &out}
+		if n, err := o.Write([]byte(c.msg + "\n")); n != len(c.msg)+1 || err != nil {
+			t.Errorf("%s: Write = %d, %v", c.msg, n, err)
+		}
+		if sent := out.Len() > 0; sent != c.sent {
+			t.Errorf("%s: sent %v, want %v", c.msg, sent, c.sent)
+		}
+	}
+}
