@@ -3,6 +3,7 @@ package aggregator
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http/httptest"
 	"slices"
@@ -142,5 +143,61 @@ func TestStdioSendsNoUnsolicitedNotifications(t *testing.T) {
 		if sent := out.Len() > 0; sent != c.sent {
 			t.Errorf("%s: sent %v, want %v", c.msg, sent, c.sent)
 		}
+	}
+}
+
+// sessionlessMeta is the _meta of a 2026-07-28 request from a client
+// declaring caps (JSON).
+func sessionlessMeta(caps string) map[string]any {
+	return map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": json.RawMessage(caps),
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "line", "version": "1"},
+	}
+}
+
+// On the sessionless protocol a client's capabilities are those of each
+// request, not of the first on its connection: over one stdio connection,
+// the tool list follows the capabilities each tools/list declares, and so
+// does what a per-client server is told. Every result says it is
+// complete, lists say how long they may be cached, and each names mcpmux.
+func TestSessionlessCapabilitiesPerRequest(t *testing.T) {
+	h := newHarness(t, map[string]*mcp.Server{
+		"shared": unsortedServer("shared", "echo"),
+	}, "", nil)
+	c := stdioLines(t, h.agg, DefaultProfile)
+	list := func(caps string) (names []string, raw json.RawMessage) {
+		t.Helper()
+		res, errj := c.call("tools/list", map[string]any{"_meta": sessionlessMeta(caps)})
+		if errj != nil {
+			t.Fatalf("tools/list: %s", errj)
+		}
+		var out struct{ Tools []struct{ Name string } }
+		_ = json.Unmarshal(res, &out)
+		for _, tl := range out.Tools {
+			names = append(names, tl.Name)
+		}
+		return names, res
+	}
+	bare, raw := list(`{}`)
+	if want := []string{"shared__echo", "shared__caps"}; !slices.Equal(bare, want) {
+		t.Errorf("tools/list declaring nothing: %v, want %v", bare, want)
+	}
+	var fields struct {
+		ResultType string          `json:"resultType"`
+		TTL        *int            `json:"ttlMs"`
+		Scope      string          `json:"cacheScope"`
+		Meta       json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &fields); err != nil || fields.ResultType != "complete" || fields.TTL == nil || fields.Scope != "public" || !strings.Contains(string(fields.Meta), `"io.modelcontextprotocol/serverInfo":{"name":"mcpmux"`) {
+		t.Errorf("tools/list result lacks resultType, ttlMs, cacheScope or serverInfo: %s", raw)
+	}
+	full, _ := list(`{"roots":{},"sampling":{},"elicitation":{}}`)
+	if want := []string{"shared__echo", "shared__sample", "shared__roots", "shared__caps"}; !slices.Equal(full, want) {
+		t.Errorf("tools/list declaring roots, sampling and elicitation on the same connection: %v, want %v", full, want)
+	}
+	res, errj := c.call("tools/call", map[string]any{"name": "shared__echo", "arguments": map[string]any{}, "_meta": sessionlessMeta(`{}`)})
+	if errj != nil || !strings.Contains(string(res), `"resultType":"complete"`) || !strings.Contains(string(res), `io.modelcontextprotocol/serverInfo`) {
+		t.Errorf("tools/call passed through: %s %s, want resultType and serverInfo", res, errj)
 	}
 }

@@ -204,12 +204,7 @@ func (o *stdioOut) unsolicited(msg []byte) bool {
 	return strings.HasSuffix(n.Method, "/list_changed") || n.Method == "notifications/resources/updated"
 }
 
-const (
-	// firstSessionlessVersion is the first protocol version without
-	// initialize and sessions. Versions are dates: they sort as strings.
-	firstSessionlessVersion = "2026-07-28"
-	metaSubscriptionID      = "io.modelcontextprotocol/subscriptionId"
-)
+const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 
 // Close leaves stdout open, as mcp.StdioTransport does.
 func (o *stdioOut) Close() error { return nil }
