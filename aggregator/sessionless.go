@@ -56,10 +56,23 @@ func (a *Aggregator) sessionlessMiddleware(next mcp.MethodHandler) mcp.MethodHan
 		}
 		ctx = context.WithValue(ctx, requestFeaturesKey{}, upstream.FeaturesOf(caps))
 		res, err := next(ctx, method, req)
-		if m, ok := res.(sessionlessResult); ok && err == nil {
-			m.markSessionless()
+		if err != nil {
+			return res, err
 		}
-		return res, err
+		switch r := res.(type) {
+		case *mcp.CallToolResult, *mcp.GetPromptResult, *mcp.ReadResourceResult:
+			// The SDK keeps their resultType unexported, and sets it only
+			// in its own handlers, which mcpmux's middleware answers
+			// before: encoded, they pass as a server's bytes would.
+			raw, merr := json.Marshal(r)
+			if merr != nil {
+				return nil, merr
+			}
+			return &rawResult{raw: raw, sessionless: true}, nil
+		case sessionlessResult:
+			r.markSessionless()
+		}
+		return res, nil
 	}
 }
 

@@ -200,4 +200,9 @@ func TestSessionlessCapabilitiesPerRequest(t *testing.T) {
 	if errj != nil || !strings.Contains(string(res), `"resultType":"complete"`) || !strings.Contains(string(res), `io.modelcontextprotocol/serverInfo`) {
 		t.Errorf("tools/call passed through: %s %s, want resultType and serverInfo", res, errj)
 	}
+	// mcpmux's own answer (an unknown tool) too.
+	res, errj = c.call("tools/call", map[string]any{"name": "nope", "arguments": map[string]any{}, "_meta": sessionlessMeta(`{}`)})
+	if errj != nil || !strings.Contains(string(res), `"isError":true`) || !strings.Contains(string(res), `"resultType":"complete"`) || !strings.Contains(string(res), `io.modelcontextprotocol/serverInfo`) {
+		t.Errorf("tools/call of an unknown tool: %s %s, want an error result with resultType and serverInfo", res, errj)
+	}
 }
