@@ -80,6 +80,7 @@ type Aggregator struct {
 
 	subs    subscriptions
 	metrics *metrics.Metrics
+	parked  *parkedCalls // calls of sessionless clients waiting for their input (mrtr.go)
 
 	journal    *journal.Journal // writes nothing unless the settings name a dir
 	replay     atomic.Pointer[replay.Replay]
@@ -131,6 +132,7 @@ func New(opts *Options) *Aggregator {
 		profiles:    map[string]*profile{},
 		subs:        subscriptions{n: map[string]int{}},
 		metrics:     opts.Metrics,
+		parked:      newParkedCalls(),
 	}
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)

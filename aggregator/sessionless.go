@@ -29,9 +29,12 @@ type perRequest interface {
 	ClientCapabilities() *mcp.ClientCapabilities
 }
 
-// requestFeaturesKey holds, in a sessionless request's context, the
-// capabilities its _meta declared.
-type requestFeaturesKey struct{}
+// requestFeaturesKey and requestCapsKey hold, in a sessionless request's
+// context, the capabilities its _meta declared.
+type (
+	requestFeaturesKey struct{}
+	requestCapsKey     struct{}
+)
 
 // sessionless reports whether req is a request of the sessionless
 // protocol.
@@ -55,7 +58,17 @@ func (a *Aggregator) sessionlessMiddleware(next mcp.MethodHandler) mcp.MethodHan
 			caps = &mcp.ClientCapabilities{}
 		}
 		ctx = context.WithValue(ctx, requestFeaturesKey{}, upstream.FeaturesOf(caps))
-		res, err := next(ctx, method, req)
+		ctx = context.WithValue(ctx, requestCapsKey{}, caps)
+		var (
+			res mcp.Result
+			err error
+		)
+		if call, ok := req.(*mcp.CallToolRequest); ok && call.Params != nil {
+			// What its servers ask it comes back in results (mrtr.go).
+			res, err = a.mrtrCall(ctx, next, method, call)
+		} else {
+			res, err = next(ctx, method, req)
+		}
 		if err != nil {
 			return res, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"slices"
@@ -204,5 +205,111 @@ func TestSessionlessCapabilitiesPerRequest(t *testing.T) {
 	res, errj = c.call("tools/call", map[string]any{"name": "nope", "arguments": map[string]any{}, "_meta": sessionlessMeta(`{}`)})
 	if errj != nil || !strings.Contains(string(res), `"isError":true`) || !strings.Contains(string(res), `"resultType":"complete"`) || !strings.Contains(string(res), `io.modelcontextprotocol/serverInfo`) {
 		t.Errorf("tools/call of an unknown tool: %s %s, want an error result with resultType and serverInfo", res, errj)
+	}
+}
+
+// askingServer is a 2025-11-25 server whose tool "ask" elicits a name
+// from its client mid-call, and reports the outcome on asked.
+func askingServer(asked chan<- error) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if asked != nil {
+			asked <- err
+		}
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("hello %v (%s)", res.Content["name"], res.Action)}}}, nil
+	})
+	return s
+}
+
+// A 2025-11-25 server's elicitation in the middle of a call reaches a
+// 2026-07-28 client as an InputRequiredResult; the client's retry with its
+// answer resumes the parked call, which completes with the answer: over
+// HTTP and over stdio, with the go-sdk v1.8.0 client's own MRTR.
+func TestSessionlessClientAnswersAServersElicitation(t *testing.T) {
+	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{"asker": askingServer(nil)})
+	opts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+	}}
+	viaHTTP, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, opts).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer viaHTTP.Close()
+	for name, cs := range map[string]*mcp.ClientSession{"http": viaHTTP, "stdio": stdioSDKClient(t, h.agg, DefaultProfile, opts, "")} {
+		if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+			t.Fatalf("%s: negotiated %q", name, v)
+		}
+		if res := call(t, cs, "asker__ask", nil); res.IsError || text(res) != "hello Ada (accept)" {
+			t.Errorf("%s: %+v %q, want the server's answer after the elicitation", name, res, text(res))
+		}
+	}
+}
+
+// The requestState mcpmux mints is checked: altered, it is refused; a
+// retry that answers nothing is refused and leaves the call parked; the
+// right answer resumes the call. A call whose client never comes back is
+// given up after the bound: its server's question gets an error that says
+// why, and the state is no longer accepted.
+func TestParkedCallStateAndBound(t *testing.T) {
+	asked := make(chan error, 4)
+	h := newHarness(t, map[string]*mcp.Server{"asker": askingServer(asked)}, "", nil)
+	c := stdioLines(t, h.agg, DefaultProfile)
+	meta := sessionlessMeta(`{"elicitation":{}}`)
+	first := func() (state, key string) {
+		t.Helper()
+		res, errj := c.call("tools/call", map[string]any{"name": "asker__ask", "arguments": map[string]any{}, "_meta": meta})
+		var ir struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+		}
+		if errj != nil || json.Unmarshal(res, &ir) != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 || ir.RequestState == "" {
+			t.Fatalf("first call: %s %s, want an InputRequiredResult", res, errj)
+		}
+		for k, v := range ir.InputRequests {
+			if !strings.Contains(string(v), `"method":"elicitation/create"`) || !strings.Contains(string(v), "your name?") {
+				t.Errorf("input request %s", v)
+			}
+			key = k
+		}
+		return ir.RequestState, key
+	}
+	state, key := first()
+	retry := func(state string, responses map[string]any) (json.RawMessage, json.RawMessage) {
+		return c.call("tools/call", map[string]any{"name": "asker__ask", "arguments": map[string]any{}, "_meta": meta, "requestState": state, "inputResponses": responses})
+	}
+	answer := map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "Bob"}}}
+	tampered := []byte(state)
+	tampered[0] ^= 1
+	if _, errj := retry(string(tampered), answer); errj == nil || !strings.Contains(string(errj), "requestState") {
+		t.Errorf("an altered state: %s, want an error", errj)
+	}
+	if _, errj := retry(state, map[string]any{"other": map[string]any{"action": "decline"}}); errj == nil {
+		t.Error("a retry that answers nothing was accepted")
+	}
+	for _, responses := range []string{`null`, `{}`} {
+		if _, errj := c.call("tools/call", map[string]any{"name": "asker__ask", "arguments": map[string]any{}, "_meta": meta, "inputResponses": json.RawMessage(responses)}); errj == nil || !strings.Contains(string(errj), "without requestState") {
+			t.Errorf("inputResponses %s without a requestState: %s, want an error", responses, errj)
+		}
+	}
+	res, errj := retry(state, answer)
+	if errj != nil || !strings.Contains(string(res), "hello Bob (accept)") || !strings.Contains(string(res), `"resultType":"complete"`) {
+		t.Errorf("the retry with the answer: %s %s", res, errj)
+	}
+	if err := <-asked; err != nil {
+		t.Errorf("the server's elicitation: %v", err)
+	}
+
+	h.agg.parked.wait = time.Millisecond
+	state, key = first()
+	if err := <-asked; err == nil || !strings.Contains(err.Error(), "did not answer within") {
+		t.Errorf("the server's question of a call given up: %v, want an error saying the client did not answer", err)
+	}
+	if _, errj := retry(state, map[string]any{key: map[string]any{"action": "decline"}}); errj == nil || !strings.Contains(string(errj), "no call waiting") {
+		t.Errorf("a retry after the bound: %s, want an error", errj)
 	}
 }
