@@ -26,7 +26,7 @@ import (
 // answers the request with the question; the retry that brings the answer
 // resumes the parked call, and gets its result (or the next question). A
 // call whose client does not come back within inputWait is given up: the
-// server's question gets an error that says so, and the call is cancelled.
+// server's question gets an error that says so (and any it asks after).
 //
 // The state is the parked call's id, signed with a key of this process
 // (HMAC-SHA256): a client cannot forge or alter one to reach another's
@@ -62,6 +62,8 @@ type parkedCall struct {
 	tool   string             // the tool called: a retry must name it
 	events chan parkedEvent   // from the running call: a question or its end
 	cancel context.CancelFunc // ends the running call
+	done   chan struct{}      // closed when nothing waits for events any more
+	once   sync.Once          // closes done
 
 	mu      sync.Mutex
 	next    int                               // numbers the questions
@@ -125,10 +127,10 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 			return nil, errInvalidState
 		}
 		pk.mu.Lock()
-		pc := pk.calls[id]
+		pc, wait := pk.calls[id], pk.wait
 		pk.mu.Unlock()
 		if pc == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no call waiting for input: it has ended, was given up after waiting for input (mcpmux waits " + pk.wait.String() + "), or ran on another mcpmux; call the tool again without it"}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no call waiting for input: it has ended, was given up after waiting for input (mcpmux waits " + wait.String() + "), or ran on another mcpmux; call the tool again without it"}
 		}
 		if req.Params.Name != pc.tool {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("requestState belongs to a call of %q, not %q", pc.tool, req.Params.Name)}
@@ -142,11 +144,15 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 	}
 	id := rand.Text()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	pc := &parkedCall{id: id, tool: req.Params.Name, events: make(chan parkedEvent), cancel: cancel, pending: map[string]chan mcp.InputResponse{}}
+	pc := &parkedCall{id: id, tool: req.Params.Name, events: make(chan parkedEvent), cancel: cancel, done: make(chan struct{}), pending: map[string]chan mcp.InputResponse{}}
 	runCtx = context.WithValue(runCtx, parkedKey{}, pc)
 	go func() {
 		res, err := next(runCtx, method, req)
-		pc.events <- parkedEvent{result: res, err: err}
+		defer cancel()
+		select {
+		case pc.events <- parkedEvent{result: res, err: err}:
+		case <-pc.done: // given up: nobody is left to tell
+		}
 	}()
 	return a.awaitParked(ctx, pc)
 }
@@ -165,6 +171,7 @@ func (a *Aggregator) awaitParked(ctx context.Context, pc *parkedCall) (mcp.Resul
 		}
 		if !pk.park(pc) {
 			pc.giveUp(fmt.Errorf("mcpmux already has %d calls waiting for their clients' input", maxParked))
+			pc.cancel()
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpmux already has %d calls waiting for input; try again later", maxParked)}
 		}
 		ir, err := json.Marshal(map[string]any{"method": ev.method, "params": ev.params})
@@ -182,6 +189,7 @@ func (a *Aggregator) awaitParked(ctx context.Context, pc *parkedCall) (mcp.Resul
 		return &rawResult{raw: raw}, nil
 	case <-ctx.Done():
 		pk.forget(pc)
+		pc.giveUp(fmt.Errorf("the client's request ended: %w", context.Cause(ctx)))
 		pc.cancel()
 		return nil, ctx.Err()
 	}
@@ -220,7 +228,9 @@ func (pk *parkedCalls) forget(pc *parkedCall) {
 	pc.mu.Unlock()
 }
 
-// giveUp fails every question of pc with err and ends the call.
+// giveUp fails every question of pc, now and to come, with err: its
+// server learns why, and may end the call as it sees fit (its result
+// reaches nobody; the call's timeout still applies).
 func (pc *parkedCall) giveUp(err error) {
 	pc.mu.Lock()
 	pc.ended = err
@@ -230,7 +240,20 @@ func (pc *parkedCall) giveUp(err error) {
 	for _, ch := range pending {
 		close(ch)
 	}
-	pc.cancel()
+	pc.once.Do(func() { close(pc.done) })
+}
+
+func (pc *parkedCall) endedErr() error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.ended
+}
+
+// setWait sets how long a parked call waits for its client.
+func (pk *parkedCalls) setWait(d time.Duration) {
+	pk.mu.Lock()
+	pk.wait = d
+	pk.mu.Unlock()
 }
 
 // answer hands a retry's inputResponses to the questions waiting for them;
@@ -269,16 +292,15 @@ func (pc *parkedCall) ask(ctx context.Context, method string, params any) (mcp.I
 	ev := parkedEvent{key: key, method: method, params: params}
 	select {
 	case pc.events <- ev:
+	case <-pc.done:
+		return nil, pc.endedErr()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	select {
 	case r, ok := <-ch:
 		if !ok {
-			pc.mu.Lock()
-			err := pc.ended
-			pc.mu.Unlock()
-			return nil, err
+			return nil, pc.endedErr()
 		}
 		return r, nil
 	case <-ctx.Done():

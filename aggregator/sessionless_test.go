@@ -304,7 +304,7 @@ func TestParkedCallStateAndBound(t *testing.T) {
 		t.Errorf("the server's elicitation: %v", err)
 	}
 
-	h.agg.parked.wait = time.Millisecond
+	h.agg.parked.setWait(time.Millisecond)
 	state, key = first()
 	if err := <-asked; err == nil || !strings.Contains(err.Error(), "did not answer within") {
 		t.Errorf("the server's question of a call given up: %v, want an error saying the client did not answer", err)
