@@ -85,6 +85,17 @@ func (c *sessionCaller) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.E
 		if c.capabilities().Elicitation == nil {
 			return nil, fmt.Errorf("the client does not support elicitation")
 		}
+		if p.Mode == "" {
+			// A 2025-11-25 server may leave the mode out; in an
+			// inputRequest it is required (form, unless a URL is asked
+			// for), as the SDK fills it in for a session's client.
+			q := *p
+			q.Mode = "form"
+			if q.URL != "" {
+				q.Mode = "url"
+			}
+			p = &q
+		}
 		return askFor[mcp.ElicitResult](ctx, pc, "elicitation/create", p)
 	}
 	if c.stateless {

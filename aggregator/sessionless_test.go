@@ -271,7 +271,9 @@ func TestParkedCallStateAndBound(t *testing.T) {
 			t.Fatalf("first call: %s %s, want an InputRequiredResult", res, errj)
 		}
 		for k, v := range ir.InputRequests {
-			if !strings.Contains(string(v), `"method":"elicitation/create"`) || !strings.Contains(string(v), "your name?") {
+			// The mode the server left out is filled in: clients of
+			// 2026-07-28 require it.
+			if !strings.Contains(string(v), `"method":"elicitation/create"`) || !strings.Contains(string(v), "your name?") || !strings.Contains(string(v), `"mode":"form"`) {
 				t.Errorf("input request %s", v)
 			}
 			key = k
