@@ -315,3 +315,35 @@ func TestParkedCallStateAndBound(t *testing.T) {
 		t.Errorf("a retry after the bound: %s, want an error", errj)
 	}
 }
+
+// Over HTTP a 2026-07-28 client learns of a change of the merged catalog
+// on its subscriptions/listen stream, with no session.
+func TestSessionlessListenOverHTTP(t *testing.T) {
+	dyn := fixtureServer("dyn", map[string]mcp.ToolHandler{"one": echo("1:")})
+	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{"dyn": dyn})
+	changed := make(chan struct{}, 10)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q", v)
+	}
+	// The listen is open once the profile's server has it: the go-sdk
+	// answers its acknowledgement before Connect returns.
+	dyn.AddTool(&mcp.Tool{Name: "two", InputSchema: map[string]any{"type": "object"}}, echo("2:"))
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools/list_changed on the listen stream")
+	}
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"dyn__one", "dyn__two"}) {
+		t.Errorf("after the change: %v", got)
+	}
+	if n := h.front.OpenSessions(); n != 0 {
+		t.Errorf("%d sessions tracked, want none", n)
+	}
+}
