@@ -133,24 +133,28 @@ func ts2Client(t *testing.T, mode string, calls map[string]any, target ...string
 
 // The TypeScript SDK v2 client (2.4.0), pinned to 2026-07-28 and in auto
 // mode, over HTTP and stdio: lists, calls, and answers server-everything's
-// elicitation through mcpmux's parked call.
+// elicitation through mcpmux's parked call; the TypeScript SDK 1.32.2
+// client (2025-11-25) does the same against the same mcpmux.
 func TestSessionlessTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	dir := everythingDir(t)
 	p := startHTTP(t, dir)
 	calls := map[string]any{"ev__echo": map[string]any{"message": "hi"}, "ev__trigger-elicitation-request": map[string]any{}}
 	for _, tc := range []struct {
-		name, mode string
-		target     []string
+		name, mode, version string
+		target              []string
 	}{
-		{"http-pinned", "pin", []string{p.url + "/mcp"}},
-		{"http-auto", "auto", []string{p.url + "/mcp"}},
-		{"stdio-pinned", "pin", []string{mcpmuxBin, "--config", dir}},
+		{"http-pinned", "pin", "2026-07-28", []string{p.url + "/mcp"}},
+		{"http-auto", "auto", "2026-07-28", []string{p.url + "/mcp"}},
+		{"stdio-pinned", "pin", "2026-07-28", []string{mcpmuxBin, "--config", dir}},
+		// The TypeScript SDK 1.32.2 (2025-11-25) against the same mcpmux.
+		{"sdk1-http", "sdk1", "2025-11-25", []string{p.url + "/mcp"}},
+		{"sdk1-stdio", "sdk1", "initialized", []string{mcpmuxBin, "--config", dir}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := ts2Client(t, tc.mode, calls, tc.target...)
-			if out.Version != "2026-07-28" {
-				t.Errorf("negotiated %q, want 2026-07-28", out.Version)
+			if out.Version != tc.version {
+				t.Errorf("negotiated %q, want %s", out.Version, tc.version)
 			}
 			if !slices.Contains(out.Tools, "ev__echo") {
 				t.Errorf("tools: %v", out.Tools)
