@@ -59,6 +59,9 @@ func (a *Aggregator) sessionlessMiddleware(next mcp.MethodHandler) mcp.MethodHan
 		}
 		ctx = context.WithValue(ctx, requestFeaturesKey{}, upstream.FeaturesOf(caps))
 		ctx = context.WithValue(ctx, requestCapsKey{}, caps)
+		if x := req.GetExtra(); x != nil && x.Header != nil {
+			ctx = context.WithValue(ctx, ownClientKey{}, true) // HTTP
+		}
 		var (
 			res mcp.Result
 			err error
@@ -120,3 +123,15 @@ func withResultType(raw json.RawMessage) json.RawMessage {
 	}
 	return out
 }
+
+// requestIsItsOwnClient reports whether a request's session ends with it:
+// a sessionless request over HTTP, where nothing is kept for its client
+// between requests (over stdio its connection is its client).
+func (a *Aggregator) requestIsItsOwnClient(ctx context.Context) bool {
+	own, _ := ctx.Value(ownClientKey{}).(bool)
+	return own
+}
+
+// ownClientKey marks, in a sessionless HTTP request's context, that the
+// request is its own client (see requestIsItsOwnClient).
+type ownClientKey struct{}

@@ -210,6 +210,9 @@ const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 func (o *stdioOut) Close() error { return nil }
 
 func (o *stdioOut) notify(msg []byte) bool {
+	if o.unsolicited(msg) {
+		return false // not sent: see unsolicited
+	}
 	_, err := o.Write(append(msg, '\n'))
 	return err == nil
 }
