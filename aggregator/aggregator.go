@@ -80,6 +80,7 @@ type Aggregator struct {
 
 	subs    subscriptions
 	metrics *metrics.Metrics
+	parked  *parkedCalls // calls of sessionless clients waiting for their input (mrtr.go)
 
 	journal    *journal.Journal // writes nothing unless the settings name a dir
 	frozen     *journal.Journal // the replayed journal, appended to with replay.miss: record
@@ -136,6 +137,7 @@ func New(opts *Options) *Aggregator {
 		profiles:    map[string]*profile{},
 		subs:        subscriptions{n: map[string]int{}},
 		metrics:     opts.Metrics,
+		parked:      newParkedCalls(),
 	}
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)
@@ -268,15 +270,14 @@ func (a *Aggregator) newProfile(name string) *profile {
 		SubscribeHandler:   a.subscribe(p),
 		UnsubscribeHandler: a.unsubscribe(p),
 		InitializedHandler: a.sessionInitialized(p),
-		// mcpmux is stateful (per-client connections, list_changed on the
-		// session, server-to-client requests), as the 2026-07-28 protocol
-		// is not: clients negotiate 2025-11-25 or older, on stdio as over
-		// HTTP.
-		SupportedProtocolVersions: statefulVersions(),
+		// Every version the SDK speaks: 2025-11-25 and older clients
+		// initialize a session; 2026-07-28 clients send each request on
+		// its own (over HTTP the front routes those to a stateless
+		// handler of this server: see package front).
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 
@@ -320,18 +321,6 @@ func (a *Aggregator) applyView(p *profile, v *view) {
 			delete(p.registered, name)
 		}
 	}
-}
-
-// statefulVersions are the protocol versions before the sessionless
-// 2026-07-28.
-func statefulVersions() []string {
-	var out []string
-	for _, v := range mcp.SupportedProtocolVersions() {
-		if v < "2026-07-28" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // addTool registers a tool, turning the SDK's panics on definitions it

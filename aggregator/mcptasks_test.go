@@ -105,6 +105,19 @@ type rpcReply struct {
 // over serveStdio, and initializes it; it returns the initialize result.
 func stdioClient(t *testing.T, a *Aggregator, profile, caps string) (*lineClient, json.RawMessage) {
 	t.Helper()
+	c := stdioLines(t, a, profile)
+	res, errj := c.call("initialize", json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"line","version":"1"}}`))
+	if errj != nil {
+		t.Fatalf("initialize: %s", errj)
+	}
+	c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	return c, res
+}
+
+// stdioLines connects a lineClient to a's profile over serveStdio, and
+// sends nothing.
+func stdioLines(t *testing.T, a *Aggregator, profile string) *lineClient {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -121,12 +134,7 @@ func stdioClient(t *testing.T, a *Aggregator, profile, caps string) (*lineClient
 	})
 	c := &lineClient{t: t, w: inW, waiting: map[int]chan rpcReply{}, changed: make(chan struct{}, 1000)}
 	go c.read(outR)
-	res, errj := c.call("initialize", json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"line","version":"1"}}`))
-	if errj != nil {
-		t.Fatalf("initialize: %s", errj)
-	}
-	c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
-	return c, res
+	return c
 }
 
 func (c *lineClient) send(msg any) {

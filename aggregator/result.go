@@ -94,18 +94,27 @@ func (r *result) journaled() json.RawMessage {
 // rawResult is a server's result handed to the SDK to send as it is.
 type rawResult struct {
 	mcp.ResultBase
-	raw json.RawMessage
+	raw         json.RawMessage
+	sessionless bool // see markSessionless
 }
 
+// markSessionless has the result carry a resultType, as the SDK's own
+// results do on the sessionless protocol.
+func (r *rawResult) markSessionless() { r.sessionless = true }
+
 // MarshalJSON writes the server's bytes. The SDK sets _meta on results
-// only on the sessionless 2026-07-28 protocol, which mcpmux does not
-// serve; should it ever, the result is decoded to merge it.
+// only on the sessionless 2026-07-28 protocol (its serverInfo); there the
+// result is decoded to merge it.
 func (r *rawResult) MarshalJSON() ([]byte, error) {
+	raw := r.raw
+	if r.sessionless {
+		raw = withResultType(raw)
+	}
 	if len(r.Meta) == 0 {
-		return r.raw, nil
+		return raw, nil
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(r.raw, &m); err != nil {
+	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("adding _meta to a tool result: %w", err)
 	}
 	meta := map[string]any{}

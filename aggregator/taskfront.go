@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -226,6 +227,7 @@ type stdioOut struct {
 	// all the same, and the spec says it gets no answer, so its answer is
 	// not written.
 	cancelled []string
+	ss        atomic.Pointer[mcp.ServerSession] // once connected
 }
 
 // maxCancelled bounds stdioOut.cancelled: a client that cancels requests
@@ -243,6 +245,11 @@ func (o *stdioOut) cancel(id json.RawMessage) {
 }
 
 func (o *stdioOut) Write(p []byte) (int, error) {
+	if o.unsolicited(p) {
+		// Said to have been written: the SDK must not take the session
+		// for broken.
+		return len(p), nil
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.cancelled) > 0 && o.answersCancelled(p) {
@@ -274,10 +281,42 @@ func (o *stdioOut) answersCancelled(p []byte) bool {
 	return true
 }
 
+// unsolicited reports whether msg is a change notification outside any
+// subscriptions/listen, for a client that has not initialized a session of
+// 2025-11-25 or older. The go-sdk sends those to every session it does not
+// know as one of 2026-07-28, a client that has sent nothing yet included;
+// but a 2026-07-28 client gets notifications only for its requests and on
+// its listen streams (each stamped with its subscription id), and one that
+// has not said which protocol it speaks must get nothing it did not ask
+// for.
+func (o *stdioOut) unsolicited(msg []byte) bool {
+	if !bytes.Contains(msg, []byte(`"notifications/`)) || bytes.Contains(msg, []byte(metaSubscriptionID)) {
+		return false
+	}
+	if ss := o.ss.Load(); ss != nil {
+		if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion < firstSessionlessVersion {
+			return false
+		}
+	}
+	var n struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(msg, &n) != nil || n.ID != nil {
+		return false
+	}
+	return strings.HasSuffix(n.Method, "/list_changed") || n.Method == "notifications/resources/updated"
+}
+
+const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+
 // Close leaves stdout open, as mcp.StdioTransport does.
 func (o *stdioOut) Close() error { return nil }
 
 func (o *stdioOut) notify(msg []byte) bool {
+	if o.unsolicited(msg) {
+		return false // not sent: see unsolicited
+	}
 	_, err := o.Write(append(msg, '\n'))
 	return err == nil
 }
@@ -291,6 +330,7 @@ func (a *Aggregator) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCl
 	if err != nil {
 		return err
 	}
+	w.ss.Store(ss)
 	a.stdioOuts.Store(ss, w)
 	defer a.stdioOuts.Delete(ss)
 	ended := make(chan error, 1)

@@ -202,13 +202,18 @@ func startStdioWith(t *testing.T, dir string, opts *mcp.ClientOptions, args ...s
 			_ = cmd.Process.Kill()
 		}
 	})
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(testContext(t), &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(testContext(t), &mcp.IOTransport{Reader: stdout, Writer: stdin}, legacySession)
 	if err != nil {
 		t.Fatalf("connecting to mcpmux over stdio: %v\nlog:\n%s", err, p.logs.String())
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs, p
 }
+
+// legacySession pins a go-sdk client to 2025-11-25, the protocol of
+// sessions that most tests are about: a v1.8.0 client would otherwise
+// negotiate 2026-07-28 with mcpmux (see sessionless_test.go for those).
+var legacySession = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 
 var urlRE = regexp.MustCompile(`url=(http://[^ ]+)/mcp`)
 
@@ -264,7 +269,7 @@ func connectURL(t *testing.T, endpoint string, header http.Header) (*mcp.ClientS
 	t.Helper()
 	hc := &http.Client{Transport: headerRoundTripper{header}}
 	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(testContext(t), transport, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(testContext(t), transport, legacySession)
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
 	}
