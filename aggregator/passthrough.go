@@ -77,6 +77,9 @@ func guard(f func(), onErr func(error)) (err error) {
 // request builds the upstream request context of a client request.
 func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, task string) upstream.Request {
 	r := upstream.Request{Task: task, Caller: a.newCaller(ctx, ss), Features: sessionFeatures(ss)}
+	if ss != nil && ss.InitializeParams() != nil {
+		r.ClientInfo = ss.InitializeParams().ClientInfo // a 2026 server sees who calls
+	}
 	if srv.Config().PerClient() {
 		r.Client = a.clientID(ctx, ss)
 	}

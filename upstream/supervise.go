@@ -83,7 +83,7 @@ func (s *Server) supervise() {
 			c.close()
 			return
 		}
-		s.log.Info("server connected", "tools", len(features.Tools), "prompts", len(features.Prompts), "resources", len(features.Resources)+len(features.Templates), "pid", c.pid, "startup", time.Since(c.started).Round(time.Millisecond))
+		s.log.Info("server connected", "protocol", c.era, "tools", len(features.Tools), "prompts", len(features.Prompts), "resources", len(features.Resources)+len(features.Templates), "pid", c.pid, "startup", time.Since(c.started).Round(time.Millisecond))
 		finishFirst()
 		go s.refreshLoop(c)
 
@@ -198,6 +198,8 @@ func (s *Server) notifyChanged() { s.events.changed(s.cfg.Name) }
 
 // refreshLoop re-lists everything whenever the server says a list changed.
 func (s *Server) refreshLoop(c *conn) {
+	c.armTTL()
+	defer c.stopTTL()
 	for {
 		select {
 		case <-c.done:
@@ -209,6 +211,7 @@ func (s *Server) refreshLoop(c *conn) {
 		ctx, cancel := context.WithTimeout(s.ctx, refreshListTimeout)
 		f, err := listFeatures(ctx, c)
 		cancel()
+		c.armTTL()
 		if err != nil {
 			s.log.Warn("refreshing the server's lists failed", "error", err)
 			continue
