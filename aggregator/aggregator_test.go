@@ -70,6 +70,17 @@ func echo(prefix string) mcp.ToolHandler {
 	}
 }
 
+// pinned2025 is the serverYAML of newHarness that pins the named servers
+// to MCP 2025-11-25, for tests of what only that era has (sessions,
+// servers' own requests, its tasks).
+func pinned2025(names ...string) map[string]string {
+	m := map[string]string{}
+	for _, n := range names {
+		m[n] = "protocol: 2025-11-25\n"
+	}
+	return m
+}
+
 // newHarness starts servers (name → fixture) with the given settings YAML
 // (may be empty) and extra per-server YAML lines.
 func newHarness(t testing.TB, servers map[string]*mcp.Server, settingsYAML string, serverYAML map[string]string) *harness {
