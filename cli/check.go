@@ -33,7 +33,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 
 	mask := logs.MaskerOf(log) // errors may quote a child's stderr
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tRESTARTS\tTRANSPORT\tDETAIL")
+	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tRESTARTS\tTRANSPORT\tPROTOCOL\tDETAIL")
 	failed := 0
 	for _, st := range in.Pool().Statuses() {
 		detail := ""
@@ -46,10 +46,14 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		if st.State != upstream.StateUp {
 			failed++
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.State, st.Tools, st.Restarts, st.Transport, oneLine(mask.Mask(detail)))
+		protocol := st.Protocol
+		if protocol == "" {
+			protocol = "-" // never connected
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", st.Name, st.State, st.Tools, st.Restarts, st.Transport, protocol, oneLine(mask.Mask(detail)))
 	}
 	for _, s := range in.Snapshot().Disabled {
-		fmt.Fprintf(w, "%s\tdisabled\t-\t-\t-\tenabled: false in %s\n", s.Name, s.File)
+		fmt.Fprintf(w, "%s\tdisabled\t-\t-\t-\t-\tenabled: false in %s\n", s.Name, s.File)
 	}
 	w.Flush()
 	if len(in.Snapshot().Errors) > 0 {
