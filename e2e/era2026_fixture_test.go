@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -59,4 +60,11 @@ func only2026Stdio() *mcp.Server {
 		}
 	})
 	return s
+}
+
+// protocols2025 are the versions a server of MCP 2025-11-25 and before
+// speaks: the fixtures that ask their client with requests of their own
+// (ServerSession.Elicit and the like), which MCP 2026-07-28 has not.
+func protocols2025() []string {
+	return slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026-07-28" })
 }
