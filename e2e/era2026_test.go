@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,10 +25,16 @@ func TestServersOnlyOf2026(t *testing.T) {
 	httpServer := only2026Server("only2026http")
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return httpServer }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(ts.Close)
+	// The TypeScript SDK v2's createMcpHandler, of 2026-07-28 only
+	// (legacy: 'reject') and of both eras (its default).
+	tsReject := runHTTP(t, "ts-reject", exec.Command(filepath.Join(nodeBin, "node"), "ts2026server.mjs", "reject"))
+	tsDefault := runHTTP(t, "ts-default", exec.Command(filepath.Join(nodeBin, "node"), "ts2026server.mjs", "stateless"))
 	dir := writeConfig(t, map[string]string{
 		"tool/everything.yaml": npmServer(t, "everything", "mcp-server-everything", "stdio"),
 		"tool/newstdio.yaml":   fixture("newstdio", "only2026"),
 		"tool/newhttp.yaml":    fmt.Sprintf("name: newhttp\nurl: %s\n", ts.URL),
+		"tool/tsreject.yaml":   fmt.Sprintf("name: tsreject\nurl: %s/mcp\n", tsReject.url),
+		"tool/tsdefault.yaml":  fmt.Sprintf("name: tsdefault\nurl: %s/mcp\n", tsDefault.url),
 	})
 	changed := make(chan struct{}, 16)
 	asked := make(chan string, 16)
@@ -48,7 +56,7 @@ func TestServersOnlyOf2026(t *testing.T) {
 	}
 
 	names := toolNames(t, cs)
-	for _, want := range []string{"everything__echo", "newstdio__greet", "newstdio__ask", "newhttp__greet", "newhttp__ask"} {
+	for _, want := range []string{"everything__echo", "newstdio__greet", "newstdio__ask", "newhttp__greet", "newhttp__ask", "tsreject__ask", "tsdefault__ask"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("%s not listed: %v", want, names)
 		}
@@ -56,14 +64,19 @@ func TestServersOnlyOf2026(t *testing.T) {
 	if got := resultText(callTool(t, cs, "everything__echo", map[string]any{"message": "old era"})); !strings.Contains(got, "old era") {
 		t.Errorf("everything__echo = %q", got)
 	}
-	for _, c := range []struct{ server, impl string }{{"newstdio", "only2026"}, {"newhttp", "only2026http"}} {
+	for _, c := range []struct{ server, impl, state string }{
+		{"newstdio", "only2026", `, state "asked-once"`},
+		{"newhttp", "only2026http", `, state "asked-once"`},
+		{"tsreject", "ts-reject", ""},
+		{"tsdefault", "ts-stateless", ""},
+	} {
 		res := callTool(t, cs, c.server+"__greet", map[string]any{"name": "Ada"})
 		if got, want := resultText(res), c.impl+" greets Ada"; res.IsError || got != want {
 			t.Errorf("%s__greet = %q (isError %v), want %q", c.server, got, res.IsError, want)
 		}
 
 		res = callTool(t, cs, c.server+"__ask", map[string]any{})
-		if got, want := resultText(res), c.impl+`: accept, color teal, state "asked-once"`; res.IsError || got != want {
+		if got, want := resultText(res), c.impl+`: accept, color teal`+c.state; res.IsError || got != want {
 			t.Errorf("%s__ask = %q (isError %v), want %q", c.server, got, res.IsError, want)
 		}
 		select {
@@ -92,7 +105,7 @@ func TestServersOnlyOf2026(t *testing.T) {
 
 	// check shows each server's era.
 	out, _, _ := runMcpmux(t, "check", "--config", dir)
-	for _, want := range []string{"everything ", "newstdio ", "newhttp "} {
+	for _, want := range []string{"everything ", "newstdio ", "newhttp ", "tsreject ", "tsdefault "} {
 		line := lineWith(out, want)
 		era := "2026-07-28"
 		if want == "everything " {
