@@ -3,6 +3,7 @@ package upstream
 //lint:file-ignore SA1019 sampling, roots and logging are deprecated from MCP 2026-07-28 on, where a server still asks for them in its input requests (multi round-trip requests), which mcpmux forwards to the client of the call.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -420,4 +421,35 @@ func (c *conn) stopTTL() {
 	if c.ttl.timer != nil {
 		c.ttl.timer.Stop()
 	}
+}
+
+// withoutEnvelope returns a complete 2026 result without what belongs to
+// the hop between mcpmux and the server: its resultType and the server's
+// serverInfo in _meta (the client has mcpmux's own). The rest passes as
+// the server sent it; a result without them is returned as it is.
+func withoutEnvelope(res json.RawMessage) json.RawMessage {
+	if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(mcp.MetaKeyServerInfo)) {
+		return res
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(res, &obj) != nil {
+		return res
+	}
+	delete(obj, "resultType")
+	if m := obj["_meta"]; m != nil {
+		var meta map[string]json.RawMessage
+		if json.Unmarshal(m, &meta) == nil {
+			delete(meta, mcp.MetaKeyServerInfo)
+			if len(meta) == 0 {
+				delete(obj, "_meta")
+			} else if b, err := json.Marshal(meta); err == nil {
+				obj["_meta"] = b
+			}
+		}
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return res
+	}
+	return out
 }

@@ -109,6 +109,12 @@ func TestEra2026RequestsAreTheCallers(t *testing.T) {
 		t.Errorf("protocolVersion %s", got)
 	}
 
+	// What belongs to the hop stays there: a 2025 client gets no
+	// resultType, and mcpmux's serverInfo, not the server's.
+	if raw, err := s.CallTool(context.Background(), p); err != nil || strings.Contains(string(raw), "resultType") || strings.Contains(string(raw), mcp.MetaKeyServerInfo) {
+		t.Errorf("result %s (%v), want it without the 2026 envelope", raw, err)
+	}
+
 	p.Params = &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}}
 	if got, want := callText(t, s, p), "accept ada st-1"; got != want {
 		t.Errorf("ask = %q, want %q", got, want)

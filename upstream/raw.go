@@ -266,11 +266,17 @@ func (c *conn) rawCall(ctx context.Context, method string, params any) (json.Raw
 	send := func(params json.RawMessage) (json.RawMessage, error) {
 		return c.raw.call(ctx, c.wire.Write, method, params)
 	}
+	var res json.RawMessage
 	switch method {
 	case "tools/call", "prompts/get", "resources/read":
-		return c.multiRound(ctx, method, raw, send)
+		res, err = c.multiRound(ctx, method, raw, send)
+	default:
+		res, err = send(raw)
 	}
-	return send(raw)
+	if err != nil {
+		return nil, err
+	}
+	return withoutEnvelope(res), nil
 }
 
 // cancelNotifyTimeout bounds sending notifications/cancelled for a raw
