@@ -43,7 +43,7 @@ func conformanceFixture() *mcp.Server {
 		// The reference server of the 2025-11-25 suite: it asks its client
 		// with requests of its own, and runs tasks of that era.
 		SupportedProtocolVersions: protocols2025(),
-		Instructions: "A fixture in the style of the conformance suite's reference server.",
+		Instructions:              "A fixture in the style of the conformance suite's reference server.",
 		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}, Total: 0}}, nil
 		},
