@@ -144,6 +144,12 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		return nil, nil, a.blacklisted(c, e)
 	}
 	server, known, tool, candidates := a.lookup(v, name)
+	// A server of the profile that is not up lists no tools: a call naming
+	// it is told so, not routed to, or called ambiguous between, the
+	// servers that have a tool of that name.
+	if res := a.notRunning(v, server, quoteName(name)); res != nil {
+		return nil, nil, res
+	}
 	switch len(candidates) {
 	case 1:
 		e := candidates[0]
@@ -153,9 +159,6 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 	case 0:
 		if e := a.hiddenByTool(v, tool); e != nil {
 			return nil, nil, a.blacklisted(c, e)
-		}
-		if res := a.notRunning(v, server, quoteName(name)); res != nil {
-			return nil, nil, res
 		}
 		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
 		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", quoteName(name))

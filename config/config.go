@@ -284,6 +284,11 @@ type Settings struct {
 	// Rewrite rules, applied in order; compiled and checked by package
 	// rewrite.
 	Rewrite []*Rule `koanf:"rewrite"`
+	// AntiCheat names a bundled policy pack applied to every tool before
+	// the rewrite rules: "benchmark-answers" (rewrite.PackBenchmarkAnswers)
+	// refuses arguments that link to benchmark answers and removes such
+	// links from results; "" or "off" applies none.
+	AntiCheat string `koanf:"anti_cheat"`
 	// MetaTools are the opt-in tools mcpmux serves itself, named
 	// mcpmux<separator><name>: MetaToolStatus, MetaToolFindTools,
 	// MetaToolCallTool.
@@ -404,7 +409,11 @@ func (s *Settings) Validate() error {
 		}
 		return fieldErr("rewrite", err)
 	}
-	s.rules = rules
+	pack, err := rewrite.CompilePack(s.AntiCheat)
+	if err != nil {
+		return fieldErr("anti_cheat", err)
+	}
+	s.rules = pack.Then(rules)
 	if err := validatePairs(s.ToolBlacklist); err != nil {
 		return fieldErr("tool_blacklist", err)
 	}
