@@ -86,7 +86,13 @@ func (s *Server) supervise() {
 		s.log.Info("server connected", "protocol", c.era, "tools", len(features.Tools), "prompts", len(features.Prompts), "resources", len(features.Resources)+len(features.Templates), "pid", c.pid, "startup", time.Since(c.started).Round(time.Millisecond))
 		finishFirst()
 		go s.refreshLoop(c)
-		go c.watchLiveness(s.liveness())
+		if !c.stateless() || c.cmd != nil {
+			// A 2026 HTTP server has no session to keep alive, and
+			// each call's own POST shows whether it answers; a 2026
+			// child's answer to ping, an error included, still shows
+			// it is not hung.
+			go c.watchLiveness(s.liveness())
+		}
 
 		var lost error
 		select {
