@@ -205,3 +205,32 @@ func TestEra2026ProbeOnSharedConnection(t *testing.T) {
 		t.Errorf("%d connections, want the shared one only", *dials)
 	}
 }
+
+// A 2026 server's list ttlMs is honoured: when it runs out, the lists are
+// fetched again without a list_changed.
+func TestEra2026ListTTL(t *testing.T) {
+	srv := newEraServer(nil)
+	listed := make(chan struct{}, 16)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				lt.TTLMs = 1 // mcpmux lists again after minListTTL at the soonest
+				select {
+				case listed <- struct{}{}:
+				default:
+				}
+			}
+			return res, err
+		}
+	})
+	s, _ := startEra(t, srv, "")
+	waitState(t, s, "up", func(st Status) bool { return st.State == StateUp })
+	for i := range 2 {
+		select {
+		case <-listed:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("listing %d: none, want the tools listed again when their ttl ran out", i+1)
+		}
+	}
+}
