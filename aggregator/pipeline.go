@@ -106,6 +106,9 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 		return decoded(answer)
 	}
 	c.rec.Routed(e.Server, fix.exposedName(e))
+	if v.lazy {
+		a.touchExposed(c.session, e.Name)
+	}
 	// 2. Rules before.
 	rules := a.current.Load().Rules()
 	rc, env := a.ruleCall(p, c, e)

@@ -117,16 +117,6 @@ func TestServersOnlyOf2026(t *testing.T) {
 	}
 }
 
-func drain(ch chan struct{}) {
-	for {
-		select {
-		case <-ch:
-		default:
-			return
-		}
-	}
-}
-
 // waitListed waits until the client's tools/list has name: a list change
 // may be announced before the catalog of every profile has it.
 func waitListed(t *testing.T, cs *mcp.ClientSession, name string) {
