@@ -290,7 +290,7 @@ const clientWithTasks = `{"elicitation":{},"tasks":{"list":{},"cancel":{}}}`
 // on results.
 func TestTasksPassThroughToClientsWithTasks(t *testing.T) {
 	f := newTaskFixture(t)
-	h := newHarness(t, map[string]*mcp.Server{"t": f.srv, "e": fixtureServer("e", map[string]mcp.ToolHandler{"echo": echo("")})}, taskRules, nil)
+	h := newHarness(t, map[string]*mcp.Server{"t": f.srv, "e": fixtureServer("e", map[string]mcp.ToolHandler{"echo": echo("")})}, taskRules, pinned2025("t"))
 	c, init := stdioClient(t, h.agg, DefaultProfile, clientWithTasks)
 
 	var ir struct {
@@ -407,7 +407,7 @@ func TestTasksAreTheSessionsOwn(t *testing.T) {
 // the client answers what the task asks and gets its result.
 func TestTaskRequiredToolForClientsWithoutTasks(t *testing.T) {
 	f := newTaskFixture(t)
-	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, taskRules, nil)
+	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, taskRules, pinned2025("t"))
 	c, _ := stdioClient(t, h.agg, DefaultProfile, `{"elicitation":{}}`)
 	list := c.mustCall("tools/list", map[string]any{})
 	if d := toolDef(t, list, "t__work"); d["execution"] != nil || d["description"] != "works as a task" {
@@ -443,7 +443,7 @@ func TestTaskRequiredToolForClientsWithoutTasks(t *testing.T) {
 // client asks for a task.
 func TestStatelessRunsTasksItself(t *testing.T) {
 	f := newTaskFixture(t)
-	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", nil)
+	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", pinned2025("t"))
 	h.agg.stateless = true
 	c, init := stdioClient(t, h.agg, DefaultProfile, clientWithTasks)
 	if strings.Contains(string(init), `"tasks"`) {
@@ -572,7 +572,7 @@ func next(t *testing.T, msgs <-chan string, what string, ok func(string) bool) s
 // stream, and what it asks comes on the stream of tasks/result.
 func TestTasksOverHTTP(t *testing.T) {
 	f := newTaskFixture(t)
-	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", nil)
+	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", pinned2025("t"))
 	ts := httptest.NewServer(h.serveHTTP(nil))
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { f.Ask(); f.Release() }) // before ts.Close, which waits for the calls

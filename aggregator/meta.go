@@ -168,6 +168,7 @@ type ServerState struct {
 	Tools     int       `json:"tools"`
 	Restarts  int       `json:"restarts"`
 	Transport string    `json:"transport"`
+	Protocol  string    `json:"protocol,omitempty"` // the MCP version spoken with it
 	Session   string    `json:"session"`
 	Clients   int       `json:"clients,omitempty"`
 	Since     time.Time `json:"since"`
@@ -195,11 +196,15 @@ func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *toolCall) *res
 		}
 		st.Error = a.mask.Mask(st.Error) // a child's stderr may quote its secrets
 		out.Servers = append(out.Servers, ServerState{Name: st.Name, State: string(st.State), Error: st.Error, Tools: st.Tools,
-			Restarts: st.Restarts, Transport: st.Transport, Session: st.Session, Clients: st.Clients, Since: st.Since})
+			Restarts: st.Restarts, Transport: st.Transport, Protocol: st.Protocol, Session: st.Session, Clients: st.Clients, Since: st.Since})
 		if st.State == upstream.StateUp {
 			up++
 		}
-		fmt.Fprintf(&b, "\n- %s: %s, %d tools, %s, %s session, %d restarts, since %s", st.Name, st.State, st.Tools, st.Transport, st.Session, st.Restarts, st.Since.UTC().Format(time.RFC3339))
+		transport := st.Transport
+		if st.Protocol != "" {
+			transport += " (MCP " + st.Protocol + ")"
+		}
+		fmt.Fprintf(&b, "\n- %s: %s, %d tools, %s, %s session, %d restarts, since %s", st.Name, st.State, st.Tools, transport, st.Session, st.Restarts, st.Since.UTC().Format(time.RFC3339))
 		if st.Error != "" {
 			fmt.Fprintf(&b, "; last error: %s", oneLine(st.Error))
 		}

@@ -78,7 +78,7 @@ func TestSubscribeToUnlistedURIs(t *testing.T) {
 	h := newHarness(t, map[string]*mcp.Server{
 		"files": routedServer("files", "file:///data/a.txt", true, subs),
 		"notes": routedServer("notes", "notes://inbox/1", true, subs),
-	}, "", nil)
+	}, "", pinned2025("files", "notes")) // resources/unsubscribe: MCP 2026-07-28 ends a subscription's stream instead
 	cs := h.clientVersion(DefaultProfile, "2025-11-25") // resources/subscribe is gone from 2026-07-28 on
 	ctx := context.Background()
 	// By scheme and prefix of the URIs each server lists.

@@ -27,6 +27,7 @@ const firstSessionlessVersion = "2026-07-28"
 type perRequest interface {
 	ProtocolVersion() string
 	ClientCapabilities() *mcp.ClientCapabilities
+	ClientInfo() *mcp.Implementation
 }
 
 // requestFeaturesKey and requestCapsKey hold, in a sessionless request's
@@ -34,6 +35,7 @@ type perRequest interface {
 type (
 	requestFeaturesKey struct{}
 	requestCapsKey     struct{}
+	requestClientKey   struct{}
 )
 
 // sessionless reports whether req is a request of the sessionless
@@ -59,6 +61,9 @@ func (a *Aggregator) sessionlessMiddleware(next mcp.MethodHandler) mcp.MethodHan
 		}
 		ctx = context.WithValue(ctx, requestFeaturesKey{}, upstream.FeaturesOf(caps))
 		ctx = context.WithValue(ctx, requestCapsKey{}, caps)
+		if info := r.ClientInfo(); info != nil {
+			ctx = context.WithValue(ctx, requestClientKey{}, info)
+		}
 		if x := req.GetExtra(); x != nil && x.Header != nil {
 			ctx = context.WithValue(ctx, ownClientKey{}, true) // HTTP
 		}
@@ -100,6 +105,21 @@ func clientFeatures(ctx context.Context, ss *mcp.ServerSession) upstream.ClientF
 		return f
 	}
 	return sessionFeatures(ss)
+}
+
+// clientInfo is who a request's client says it is: in the request's _meta
+// on the sessionless protocol, else in the session's initialize; a 2026
+// server sees it in each request (upstream.Request.ClientInfo).
+func clientInfo(ctx context.Context, ss *mcp.ServerSession) *mcp.Implementation {
+	if info, ok := ctx.Value(requestClientKey{}).(*mcp.Implementation); ok {
+		return info
+	}
+	if ss != nil {
+		if ip := ss.InitializeParams(); ip != nil {
+			return ip.ClientInfo
+		}
+	}
+	return nil
 }
 
 // A sessionlessResult is a result mcpmux encodes itself; marked, it

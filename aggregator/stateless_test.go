@@ -4,8 +4,10 @@ package aggregator
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,7 +17,8 @@ import (
 // statelessServer serves the fixtures over stateless HTTP.
 func statelessServer(t *testing.T, servers map[string]*mcp.Server) (*harness, *httptest.Server) {
 	t.Helper()
-	h := newHarness(t, servers, "", nil)
+	// The servers' requests to their client: MCP 2025-11-25.
+	h := newHarness(t, servers, "", pinned2025(slices.Collect(maps.Keys(servers))...))
 	h.agg = New(&Options{Pool: h.pool, Settings: h.agg.Settings(), Stateless: true})
 	h.agg.Sync()
 	h.agg.MarkReady()

@@ -44,6 +44,13 @@ const (
 	SessionAuto = "auto"
 )
 
+// Protocol eras of a server (Server.Protocol).
+const (
+	ProtocolAuto = "auto"       // server/discover once per connection: 2026-07-28 when offered, else initialize
+	Protocol2025 = "2025-11-25" // initialize, sessions, server-to-client requests
+	Protocol2026 = "2026-07-28" // stateless: server/discover, per-request _meta, multi round-trip requests
+)
+
 // Transports of a url: server.
 const (
 	TransportStdio      = "stdio"
@@ -90,6 +97,10 @@ type Server struct {
 	// one tool's (by the server's own name); nil means no price.
 	Cost      *Price            `koanf:"cost"`
 	ToolCosts map[string]*Price `koanf:"tool_costs"`
+	// Protocol is the MCP era mcpmux speaks with the server: ProtocolAuto
+	// (the default), Protocol2025 or Protocol2026 (pinned: a server that
+	// does not speak it fails to connect, saying so).
+	Protocol string `koanf:"protocol"`
 
 	// File is the path the server was read from; Hash identifies its
 	// content, so that an unchanged file can be recognised on reload.
@@ -172,6 +183,9 @@ func (s *Server) normalize(stem string) {
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = DefaultIdleTimeout
 	}
+	if s.Protocol == "" {
+		s.Protocol = ProtocolAuto
+	}
 	if s.ResumeTimeout == 0 {
 		s.ResumeTimeout = DefaultResumeTimeout
 	}
@@ -218,6 +232,14 @@ func (s *Server) Validate() error {
 	}
 	if s.Session != SessionShared && s.Session != SessionPerClient && s.Session != SessionAuto {
 		return fieldErr("session", fmt.Errorf("unknown session mode %q (auto, shared, per-client)", s.Session))
+	}
+	switch s.Protocol {
+	case ProtocolAuto, Protocol2025, Protocol2026:
+	default:
+		return fieldErr("protocol", fmt.Errorf("unknown protocol %q (auto, %s, %s)", s.Protocol, Protocol2025, Protocol2026))
+	}
+	if s.Protocol == Protocol2026 && s.Type == TransportSSE {
+		return fieldErr("protocol", fmt.Errorf("%s has no legacy SSE transport: use type: http", Protocol2026))
 	}
 	if p := s.NamePrefix(); p != "" && !serverNameRE.MatchString(p) {
 		return fieldErr("prefix", fmt.Errorf("%q is not a valid prefix (letters, digits, '_', '.', '-')", p))

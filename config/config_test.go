@@ -420,3 +420,33 @@ func TestOfflineReplayNeedsNoServerVariables(t *testing.T) {
 		}
 	}
 }
+
+// protocol: takes the eras as written, quoted or not (YAML reads an
+// unquoted 2025-11-25 as a date), defaults to auto, and refuses others.
+func TestServerProtocol(t *testing.T) {
+	for _, c := range []struct{ yaml, want, err string }{
+		{"", ProtocolAuto, ""},
+		{"protocol: auto\n", ProtocolAuto, ""},
+		{"protocol: 2025-11-25\n", Protocol2025, ""},
+		{"protocol: 2026-07-28\n", Protocol2026, ""},
+		{"protocol: \"2026-07-28\"\n", Protocol2026, ""},
+		{"protocol: 2024-11-05\n", "", `unknown protocol "2024-11-05"`},
+		{"protocol: 2026-07-28\ntype: sse\nurl: http://x/sse\n", "", "no legacy SSE transport"},
+	} {
+		body := "name: x\n" + c.yaml
+		if !strings.Contains(c.yaml, "url:") {
+			body += "tool_command: x\n"
+		}
+		s, err := ParseServer("x.yaml", []byte(body), nil)
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want %q", c.yaml, err, c.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", c.yaml, err)
+		case s.Protocol != c.want:
+			t.Errorf("%q: protocol %q, want %q", c.yaml, s.Protocol, c.want)
+		}
+	}
+}

@@ -338,6 +338,13 @@ func scalarToStringHook(from, to reflect.Type, data any) (any, error) {
 		return strconv.FormatUint(v, 10), nil
 	case float64:
 		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case time.Time:
+		// YAML reads an unquoted date (protocol: 2025-11-25) as a time:
+		// the text is what was written.
+		if v.Equal(v.Truncate(24*time.Hour)) && v.Location() == time.UTC {
+			return v.Format(time.DateOnly), nil
+		}
+		return v.Format(time.RFC3339Nano), nil
 	}
 	return data, nil
 }

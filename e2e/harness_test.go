@@ -173,6 +173,13 @@ func startStdio(t *testing.T, dir string, args ...string) (*mcp.ClientSession, *
 
 func startStdioWith(t *testing.T, dir string, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *process) {
 	t.Helper()
+	return startStdioSession(t, dir, opts, legacySession, args...)
+}
+
+// startStdioSession is startStdioWith with the client's session options
+// (its protocol version).
+func startStdioSession(t *testing.T, dir string, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions, args ...string) (*mcp.ClientSession, *process) {
+	t.Helper()
 	cmd := exec.Command(mcpmuxBin, append([]string{"--config", dir, "--log-level", "debug"}, args...)...)
 	p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
 	cmd.Stderr = p.logs
@@ -202,7 +209,7 @@ func startStdioWith(t *testing.T, dir string, opts *mcp.ClientOptions, args ...s
 			_ = cmd.Process.Kill()
 		}
 	})
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(testContext(t), &mcp.IOTransport{Reader: stdout, Writer: stdin}, legacySession)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(testContext(t), &mcp.IOTransport{Reader: stdout, Writer: stdin}, sessOpts)
 	if err != nil {
 		t.Fatalf("connecting to mcpmux over stdio: %v\nlog:\n%s", err, p.logs.String())
 	}

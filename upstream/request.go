@@ -29,6 +29,9 @@ type Request struct {
 	// per-client server declares; the zero value declares none (use
 	// AllFeatures for a caller without known capabilities).
 	Features ClientFeatures
+	// ClientInfo is the caller's clientInfo, which a 2026-07-28 request
+	// carries (era.go); nil: mcpmux's own.
+	ClientInfo *mcp.Implementation
 }
 
 // CallParams is one tool call for a server.
@@ -82,6 +85,10 @@ func (s *Server) CallTool(ctx context.Context, p CallParams) (json.RawMessage, e
 // GetPrompt gets a prompt from the server.
 func (s *Server) GetPrompt(ctx context.Context, r Request, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (*mcp.GetPromptResult, error) {
+		if c.stateless() {
+			// Raw, so that its _meta and input requests are the caller's.
+			return decodeRaw[mcp.GetPromptResult](c.rawCall(ctx, "prompts/get", p))
+		}
 		return c.cs.GetPrompt(ctx, p)
 	})
 }
@@ -89,8 +96,23 @@ func (s *Server) GetPrompt(ctx context.Context, r Request, p *mcp.GetPromptParam
 // ReadResource reads a resource from the server.
 func (s *Server) ReadResource(ctx context.Context, r Request, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (*mcp.ReadResourceResult, error) {
+		if c.stateless() {
+			return decodeRaw[mcp.ReadResourceResult](c.rawCall(ctx, "resources/read", p))
+		}
 		return c.cs.ReadResource(ctx, p)
 	})
+}
+
+// decodeRaw decodes the result of a raw request.
+func decodeRaw[T any](raw json.RawMessage, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	v := new(T)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("reading the server's result: %w", err)
+	}
+	return v, nil
 }
 
 // Complete asks the server for completions, and returns its result as it
@@ -188,6 +210,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send fun
 		cctx, w = watchCall(cctx, s.cfg.Name, s.resumeTimeout(), closed, cancel)
 		defer w.finish()
 	}
+	cctx = withRequest(cctx, &r)
 	token := newProgressToken()
 	defer c.begin(token, req)()
 	res, err := send(cctx, c, token)
@@ -257,6 +280,16 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
+		if perr := eraError(s.cfg.Name, rpcErr.Code, rpcErr.Message, rpcErr.Data); perr != nil {
+			if rpcErr.Code == codeUnsupportedProtocol {
+				// The server changed its protocol under us: a new
+				// connection negotiates again.
+				s.log.Warn("server no longer speaks the protocol of its connection; reconnecting", "protocol", c.era)
+				c.stopTaking()
+				go c.close()
+			}
+			return perr
+		}
 		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
 	}
 	if connGone(err) || isClosed(c) {

@@ -102,12 +102,15 @@ type Status struct {
 	Restarts int    `json:"restarts"`
 	// Failures counts the connection attempts that failed in a row; zero
 	// once one succeeds.
-	Failures  int       `json:"failures,omitempty"`
-	PID       int       `json:"pid,omitempty"`
-	Transport string    `json:"transport"`
-	Session   string    `json:"session"`
-	Clients   int       `json:"clients,omitempty"`
-	Since     time.Time `json:"since"`
+	Failures  int    `json:"failures,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	Transport string `json:"transport"`
+	// Protocol is the MCP version spoken with the server (its latest
+	// connection); empty until one connected.
+	Protocol string    `json:"protocol,omitempty"`
+	Session  string    `json:"session"`
+	Clients  int       `json:"clients,omitempty"`
+	Since    time.Time `json:"since"`
 	// Connections are the open per-client connections.
 	Connections []ConnStatus `json:"connections,omitempty"`
 }
@@ -154,6 +157,7 @@ type Server struct {
 	limit    limiter       // max_concurrency of a shared server; nil: unlimited
 	cur      *conn         // the shared connection while up
 	features Features      // last known lists; kept while restarting
+	era      string        // the protocol version of the latest connection
 	probes   toolProbes    // what the server lists to clients with fewer features
 	clients  map[ClientID]*conn
 	dialing  map[ClientID]chan struct{}
@@ -215,6 +219,7 @@ func (s *Server) Status() Status {
 		Restarts: s.restarts,
 		Failures: s.failures,
 		Session:  s.sessionMode(),
+		Protocol: s.era,
 		Clients:  len(s.clients),
 		Since:    s.since,
 	}
