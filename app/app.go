@@ -26,6 +26,7 @@ import (
 	"github.com/mcpmux/mcpmux/internal/reaper"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/oauth"
+	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -70,6 +71,8 @@ type Instance struct {
 	mode       Mode
 	load       *config.Options // how every snapshot is loaded; fixed at start
 	closeOnce  sync.Once
+	tracing    *tracing.Switch // the span exporter of tracing.go
+	tracingKey *string         // the tracing config it was built from; guarded by reloadMu
 }
 
 // New loads the config directory and builds the pool and the aggregator;
@@ -101,6 +104,8 @@ func New(opts *Options) (*Instance, error) {
 		ConnectTimeout: snap.Settings.ConnectTimeout,
 	})
 	in.metrics = metrics.New(upstream.MetricsOf(in.pool))
+	in.tracing = &tracing.Switch{}
+	in.applyTracing(snap.Settings)
 	in.agg = aggregator.New(&aggregator.Options{
 		Pool:      in.pool,
 		Metrics:   in.metrics,
@@ -109,6 +114,7 @@ func New(opts *Options) (*Instance, error) {
 		Version:   opts.Version,
 		TaskID:    opts.Task,
 		Stateless: load.Stateless,
+		Tracing:   in.tracing,
 	})
 	in.agg.SetInvalidFiles(snap.Errors)
 	in.explainNames(snap.Servers, snap.Settings.Separator)
@@ -196,6 +202,9 @@ func (in *Instance) closeBy(deadline time.Time, grace time.Duration) {
 		defer cancel()
 		in.pool.Close(ctx, grace)
 		in.reaper.Close()
+		if err := in.tracing.Close(ctx); err != nil {
+			in.log.Warn("tracing: spans not flushed at exit", "error", err)
+		}
 	})
 }
 

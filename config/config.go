@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpmux/mcpmux/rewrite"
+	"github.com/mcpmux/mcpmux/tracing"
 )
 
 // Defaults used when a setting is absent.
@@ -273,6 +274,9 @@ type Settings struct {
 	// Replay answers calls from a journal instead of the servers; nil
 	// means every call goes to its server.
 	Replay *Replay `koanf:"replay"`
+	// Tracing exports OpenTelemetry spans of every request over OTLP; nil
+	// means off, unless OTEL_TRACES_EXPORTER=otlp (see package tracing).
+	Tracing *Tracing `koanf:"tracing"`
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
@@ -311,6 +315,9 @@ type (
 	Rule     = rewrite.Spec
 	Fallback = rewrite.FallbackSpec
 )
+
+// Tracing is the tracing key, as package tracing defines it.
+type Tracing = tracing.Config
 
 // DefaultSettings returns the settings used when mcpmux.yaml is absent.
 func DefaultSettings() *Settings {
@@ -399,6 +406,9 @@ func (s *Settings) Validate() error {
 	}
 	if err := s.validateRecording(); err != nil {
 		return err
+	}
+	if field, err := s.Tracing.Validate(); err != nil {
+		return fieldErr("tracing."+field, err)
 	}
 	return s.validateSecurity()
 }
