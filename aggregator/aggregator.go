@@ -211,6 +211,10 @@ func (a *Aggregator) rebuildLocked() {
 	}
 	a.logShadowedByMetaTools()
 	a.syncProfilesLocked()
+	if a.searchable() {
+		// Ahead of the first search, which would otherwise wait for it.
+		go a.catalog.SearchIndex()
+	}
 }
 
 // syncProfilesLocked creates and drops profiles to match the settings and

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/aggregator/toolsearch"
 )
 
 // ServerFeatures is what the catalog needs to know of one tool server.
@@ -92,6 +94,9 @@ type Entry struct {
 	// mcptasks.go).
 	taskSupport string
 	plainListed json.RawMessage
+
+	// params are the input schema's parameters, for mcpmux__find_tools.
+	params []toolsearch.Param
 }
 
 // Catalog is an immutable index of every tool of every server. It is
@@ -115,6 +120,8 @@ type Catalog struct {
 	// encoded holds each listed tool's encodings, by the server's
 	// definition (whose lists are never modified), for the next build.
 	encoded map[*mcp.Tool]*encodedTool
+
+	search searchIndex // see SearchIndex
 }
 
 // encodedTool is what a build encodes of a server's tool definition.
@@ -123,7 +130,8 @@ type encodedTool struct {
 	output json.RawMessage // output schema; nil if none or not encodable
 	raw    json.RawMessage // as the server listed it; nil if unknown
 	sum    [sha256.Size]byte
-	tasks  string // execution.taskSupport as listed
+	tasks  string             // execution.taskSupport as listed
+	params []toolsearch.Param // the input schema's parameters
 }
 
 // encodeTool encodes t, listed by the server as raw (may be nil), once for
@@ -148,6 +156,7 @@ func encodeTool(t *mcp.Tool, raw json.RawMessage) *encodedTool {
 	}
 	en.raw = raw
 	en.tasks = taskSupportOf(raw)
+	en.params = paramsOf(en.input)
 	h := sha256.New()
 	if raw != nil {
 		h.Write(raw) // all of it: fields the decoded t lacks too
@@ -233,6 +242,7 @@ func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalo
 			e := &Entry{Name: name, Server: s.Name, Tool: t.Name, Def: exposedDef(t, name, en), order: listOrder{rank[s.Name], i}}
 			e.listed = listedAs(en.raw, "name", name, e.Def)
 			e.setTaskListing(en.tasks)
+			e.params = en.params
 			e.hash = en.hash(name, s.Name, t.Name)
 			c.byName[name] = e
 			c.entries = append(c.entries, e)
@@ -240,6 +250,9 @@ func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalo
 	}
 	slices.SortFunc(c.entries, func(a, b *Entry) int { return a.order.compare(b.order) })
 	c.indexPromptsAndResources(servers, rank, maxLen)
+	if prev != nil {
+		c.search.prev = prev.search.latest()
+	}
 	return c
 }
 

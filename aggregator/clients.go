@@ -25,6 +25,7 @@ type clientSession struct {
 	level     mcp.LoggingLevel // its logging/setLevel, "" if none
 	tasks     []*clientTask    // oldest first
 	perClient bool             // per-client connections may be open for it
+	exposed   exposedTools     // tools find_tools exposed to it (lazy.go)
 	onEnd     []func()
 	ended     bool
 }

@@ -26,6 +26,8 @@ type failure struct {
 var (
 	failTimeout = failure{metrics.OutcomeTimeout,
 		"Tool '%[1]s' on server '%[2]s' timed out after %[3]v. The call was cancelled; the server stays available. Try again with a smaller request, or use another tool."}
+	failTimeoutOpening = failure{metrics.OutcomeTimeout,
+		"Tool '%[1]s' on server '%[2]s' timed out after %[3]v: %[4]v. Try again later, or use another tool."}
 	failCancelled = failure{metrics.OutcomeCancelled,
 		"Tool '%[1]s' on server '%[2]s' was cancelled by the client."}
 	failStopped = failure{metrics.OutcomeStopped,
@@ -40,6 +42,8 @@ var (
 		"Tool '%[1]s' on server '%[2]s' failed: the server stopped answering during the call: %[4]v. mcpmux is restarting it; the call may or may not have taken effect, so check before repeating it."}
 	failResultLost = failure{metrics.OutcomeLost,
 		"Tool '%[1]s' on server '%[2]s' failed: the server closed the call's response stream before answering, and %[4]v. The server stays available; the call may or may not have taken effect, so check before repeating it."}
+	failTooLarge = failure{metrics.OutcomeFailed,
+		"Tool '%[1]s' on server '%[2]s' failed: %[4]v. The server stays available; ask for less (a smaller page or range, a filter), or use another tool."}
 	failRejected = failure{metrics.OutcomeRejected,
 		"Tool '%[1]s' on server '%[2]s' was rejected by the server: %[4]v. Check the tool name and that the arguments match the tool's input schema."}
 	failOther = failure{metrics.OutcomeFailed,
@@ -58,8 +62,12 @@ func classify(ctx, cctx context.Context, err error) (failure, any) {
 		atLimit     *upstream.LimitError
 		resultLost  *upstream.ResultLostError
 		needsLogin  *upstream.NeedsLoginError
+		dialEnded   *upstream.DialEndedError
+		tooLarge    *upstream.TooLargeError
 	)
 	switch {
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && errors.As(err, &dialEnded):
+		return failTimeoutOpening, dialEnded
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		return failTimeout, err
 	case ctx.Err() != nil:
@@ -76,6 +84,8 @@ func classify(ctx, cctx context.Context, err error) (failure, any) {
 		return failLost, lost.Err
 	case errors.As(err, &resultLost):
 		return failResultLost, resultLost.Reason
+	case errors.As(err, &tooLarge):
+		return failTooLarge, tooLarge
 	case errors.As(err, &rpc):
 		return failRejected, fmt.Sprintf("%s (JSON-RPC error %d)", rpc.Message, rpc.Code)
 	}

@@ -28,6 +28,8 @@ func TestClassifyFailures(t *testing.T) {
 		text      string
 	}{
 		{live, timedOut, context.DeadlineExceeded, metrics.OutcomeTimeout, "Tool 't' on server 's' timed out after 1m0s."},
+		{live, timedOut, &upstream.UnavailableError{Server: "s", Err: &upstream.DialEndedError{Cause: context.DeadlineExceeded}}, metrics.OutcomeTimeout,
+			"Tool 't' on server 's' timed out after 1m0s: the server had not answered initialize for this client's connection; the call was not sent."},
 		{gone, gone, context.Canceled, metrics.OutcomeCancelled, "Tool 't' on server 's' was cancelled by the client."},
 		{live, live, &upstream.StoppedError{Server: "s", Reason: upstream.ErrShuttingDown, Grace: 2 * time.Second}, metrics.OutcomeStopped,
 			"Tool 't' on server 's' was stopped before it answered: mcpmux is shutting down, and the call to server \"s\" did not finish within the grace period of 2s."},
@@ -36,6 +38,7 @@ func TestClassifyFailures(t *testing.T) {
 		{live, live, &upstream.LostError{Server: "s", Err: errors.New("EOF")}, metrics.OutcomeLost, "stopped answering during the call: EOF."},
 		{live, live, &upstream.ResultLostError{Server: "s", Reason: "it lost the answer"}, metrics.OutcomeLost, "closed the call's response stream before answering, and it lost the answer."},
 		{live, live, fmt.Errorf("calling: %w", &upstream.RPCError{Server: "s", Code: -32602, Message: "bad params"}), metrics.OutcomeRejected, "rejected by the server: bad params (JSON-RPC error -32602)."},
+		{live, live, &upstream.TooLargeError{Server: "s", Limit: 1 << 20}, metrics.OutcomeFailed, "failed: the server's answer exceeds max_result_bytes = 1MiB, so mcpmux stopped reading it. The server stays available"},
 		{live, live, errors.New("boom"), metrics.OutcomeFailed, "Tool 't' on server 's' failed: boom."},
 	} {
 		f, detail := classify(c.ctx, c.cctx, c.err)

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/rewrite"
 	"github.com/mcpmux/mcpmux/tracing"
@@ -161,19 +162,43 @@ func closeClientStream(extra *mcp.RequestExtra) func(time.Duration) bool {
 	}
 }
 
+// maxTaskID bounds a task id, in bytes.
+const maxTaskID = 128
+
 // cleanTaskID keeps a task id fit for an environment variable and a log
-// line: printable, at most 128 bytes.
+// line: printable UTF-8, at most maxTaskID bytes. An id that had to change
+// (a control character, invalid UTF-8, too long) keeps what fits of it,
+// cut at a character, followed by the hash of the whole id (see
+// journal.AlteredSuffix), so that two ids never become one task; so does
+// an id that ends like such a hash, so that no literal id takes the task
+// of an altered one.
 func cleanTaskID(s string) string {
-	s = strings.Map(func(r rune) rune {
+	clean := strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return -1
 		}
-		return r
+		return r // invalid UTF-8 becomes U+FFFD
 	}, s)
-	if len(s) > 128 {
-		s = s[:128]
+	if clean == s && len(s) <= maxTaskID && !looksAltered(s) {
+		return s
 	}
-	return s
+	suffix := journal.AlteredSuffix(s)
+	return journal.CutUTF8(clean, maxTaskID-len(suffix)) + suffix
+}
+
+// looksAltered reports whether s ends like an id cleanTaskID changed.
+func looksAltered(s string) bool {
+	n := len(journal.AlteredSuffix(""))
+	i := strings.LastIndex(s, journal.AlteredMark)
+	if i < 0 || len(s)-i != n {
+		return false
+	}
+	for _, c := range s[i+1:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // callArguments checks that the client's arguments are a JSON object and

@@ -51,6 +51,9 @@ func (a *Aggregator) applyRecording(s *config.Settings) {
 		lines, skipped, calls := rp.Stats()
 		a.log.Info("replay: journal read", "from", spec.From, "lines", lines, "calls", calls, "unreadable_lines", skipped, "recorded_servers", len(rp.Catalog()), "miss", spec.Miss, "elapsed", time.Since(start).Round(time.Millisecond))
 	}
+	for _, err := range rp.SkippedFiles() {
+		a.log.Error("replay: a file of the journal is not read", "from", spec.From, "error", err)
+	}
 	a.replay.Store(rp)
 }
 

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -217,5 +221,76 @@ func TestJournalFollowsSettings(t *testing.T) {
 	call(t, cs, "fx__echo", map[string]any{"n": 3})
 	if la, lb := callLines(journalLines(t, a, "")), callLines(journalLines(t, b, "")); len(la) != 1 || len(lb) != 1 {
 		t.Errorf("lines in a: %v, in b: %v", la, lb)
+	}
+}
+
+// TestTaskIDsStayApart: ids that differ only past 128 bytes, in a control
+// character, or that a cleaned id looks like, are different tasks in the
+// journal, and a rerun with the same ids replays each from its own file;
+// an id cut inside a character is replayed too (issue 27, item 11).
+func TestTaskIDsStayApart(t *testing.T) {
+	dir := t.TempDir()
+	lookup := func(answer string) *mcp.Server {
+		return fixtureServer("kb", map[string]mcp.ToolHandler{
+			"lookup": func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: answer + " " + string(req.Params.Arguments)}}}, nil
+			},
+		})
+	}
+	long := strings.Repeat("g", 130)
+	ids := []string{long + "1", long + "2", strings.Repeat("a", 127) + "é", "a\x01b", "ab", "a/b", "a_b-c14cddc0", cleanTaskID(long + "1")}
+	rec := newHarness(t, map[string]*mcp.Server{"kb": lookup("live")}, fmt.Sprintf("journal: {dir: %q}\n", dir), nil)
+	cs := rec.client(DefaultProfile)
+	stems := map[string]string{}
+	for i, id := range ids {
+		callTask(t, cs, id, "kb__lookup", map[string]any{"i": i})
+		clean := cleanTaskID(id)
+		if len(clean) > 128 || !utf8.ValidString(clean) {
+			t.Errorf("task %q recorded as %q", id, clean)
+		}
+		stem := journal.FileStem(clean)
+		if other, dup := stems[stem]; dup {
+			t.Errorf("tasks %q and %q share the file %s", id, other, stem)
+		}
+		stems[stem] = id
+	}
+	cs = newHarness(t, map[string]*mcp.Server{"kb": lookup("rerun")}, fmt.Sprintf("replay: {from: %q}\n", dir), nil).client(DefaultProfile)
+	for i, id := range ids {
+		if res := callTask(t, cs, id, "kb__lookup", map[string]any{"i": i}); res.IsError || !strings.Contains(text(res), "live") {
+			t.Errorf("task %q not replayed: %q", id, text(res))
+		}
+	}
+}
+
+// TestReplaySkipsSpecialFiles: a named pipe and a symlink to /dev/zero in
+// replay.from neither hang start-up nor grow memory; the other files are
+// replayed (issue 27, item 6).
+func TestReplaySkipsSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	kb := func(answer string) *mcp.Server {
+		return fixtureServer("kb", map[string]mcp.ToolHandler{
+			"lookup": func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: answer}}}, nil
+			},
+		})
+	}
+	callTask(t, newHarness(t, map[string]*mcp.Server{"kb": kb("recorded")}, fmt.Sprintf("journal: {dir: %q}\n", dir), nil).client(DefaultProfile), "t1", "kb__lookup", map[string]any{})
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.jsonl"), 0o600); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan *harness, 1)
+	go func() {
+		started <- newHarness(t, map[string]*mcp.Server{"kb": kb("live")}, fmt.Sprintf("replay: {from: %q}\n", dir), nil)
+	}()
+	select {
+	case h := <-started:
+		if res := callTask(t, h.client(DefaultProfile), "t1", "kb__lookup", map[string]any{}); text(res) != "recorded" {
+			t.Errorf("replayed: %q", text(res))
+		}
+	case <-time.After(2 * time.Minute): // generous: reading one small file takes milliseconds
+		t.Fatal("start-up with a FIFO in replay.from did not finish")
 	}
 }

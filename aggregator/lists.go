@@ -35,7 +35,12 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 					cursor = r.Params.Cursor
 				}
 				if cursor == "" {
+					// What the client may call, listed or not: what a
+					// replay of its calls needs.
 					a.recordCatalog(p, r, v, tools)
+				}
+				if v.lazy {
+					tools = a.lazyTools(v, r.Session, tools)
 				}
 				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, a.toolListing(r.Session))
 				if err != nil {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -48,12 +47,13 @@ var metaTools = []metaTool{
 		def: mcp.Tool{
 			Name:        config.MetaToolFindTools,
 			Title:       "Find tools",
-			Description: "Searches all tools available to you, including tools added after you listed them, by words in their names and descriptions. Returns the best matches with their descriptions and input schemas; call one with its name (directly, or through mcpmux__call_tool if your tool list does not have it yet). An empty query lists every tool.",
+			Description: "Searches all tools available to you, including tools not in your tool list and tools added after you listed them. Describe what you want to do in a few words; returns the best matches first, with their descriptions and input schemas. Call one with its name (directly, or through mcpmux__call_tool if your tool list does not have it). An empty query lists every tool.",
 			InputSchema: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
-					"query": map[string]any{"type": "string", "description": "Words to look for, e.g. \"read file\" or \"browser screenshot\"."},
-					"limit": map[string]any{"type": "integer", "minimum": 1, "maximum": maxFindLimit, "description": fmt.Sprintf("Most tools to return; default %d.", defaultFindLimit)},
+					"query":  map[string]any{"type": "string", "description": "Words to look for, e.g. \"read file\" or \"browser screenshot\"."},
+					"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": maxFindLimit, "description": fmt.Sprintf("Most tools to return; default %d.", defaultFindLimit)},
+					"expose": map[string]any{"type": "boolean", "description": fmt.Sprintf("Also add the tools returned to your tool list (tools/list_changed tells you), where mcpmux lists tools lazily. At most %d are added; those used least recently leave first.", maxExposed)},
 				},
 			},
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
@@ -85,7 +85,7 @@ func metaName(sep, name string) string { return ExposedName(MetaServer, sep, nam
 // [MetaServer, name] pairs of the blacklists) hides them.
 func (v *view) addMetaTools(blocked map[[2]string]bool) {
 	for _, m := range metaTools {
-		if !v.settings.HasMetaTool(m.def.Name) {
+		if !v.servesMeta(m.def.Name) {
 			continue
 		}
 		name := metaName(v.settings.Separator, m.def.Name)
@@ -108,8 +108,9 @@ func (v *view) addMetaTools(blocked map[[2]string]bool) {
 
 // logShadowedByMetaTools reports server tools that a meta tool hides.
 func (a *Aggregator) logShadowedByMetaTools() {
+	lazy := a.anyLazy()
 	for _, m := range metaTools {
-		if !a.settings.HasMetaTool(m.def.Name) {
+		if !a.settings.HasMetaTool(m.def.Name) && !(lazy && lazyMeta(m.def.Name)) {
 			continue
 		}
 		name := metaName(a.settings.Separator, m.def.Name)
@@ -117,6 +118,21 @@ func (a *Aggregator) logShadowedByMetaTools() {
 			a.log.Error("tool not exposed: the meta tool of mcpmux.yaml's meta_tools has its name; give the server another prefix", "tool", name, "server", e.Server)
 		}
 	}
+}
+
+// anyLazy reports whether a profile lists its tools lazily.
+func (a *Aggregator) anyLazy() bool {
+	for _, name := range append([]string{DefaultProfile}, a.settings.ProfileNames()...) {
+		if lazy, _ := a.settings.CatalogOf(name); lazy {
+			return true
+		}
+	}
+	return false
+}
+
+// searchable reports whether some profile serves mcpmux__find_tools.
+func (a *Aggregator) searchable() bool {
+	return a.settings.HasMetaTool(config.MetaToolFindTools) || a.anyLazy()
 }
 
 // metaResult is a meta tool's answer: text for every client, and the same
@@ -214,12 +230,14 @@ type FindResult struct {
 	Total int `json:"total"`
 }
 
-// metaFindTools searches the caller's current catalog.
+// metaFindTools searches the caller's current catalog and, with expose
+// in a lazy profile, adds what it found to the caller's tool list.
 func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall) *result {
 	name := metaName(p.view.Load().settings.Separator, config.MetaToolFindTools)
 	var args struct {
-		Query string `json:"query"`
-		Limit int    `json:"limit"`
+		Query  string `json:"query"`
+		Limit  int    `json:"limit"`
+		Expose bool   `json:"expose"`
 	}
 	if res := metaArgs(c, name, &args); res != nil {
 		return a.countMeta(config.MetaToolFindTools, decoded(res))
@@ -230,23 +248,20 @@ func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall)
 	}
 	limit = min(limit, maxFindLimit)
 	v := p.view.Load()
-	// What the caller's tool list would show: not the tools its servers
-	// list only to clients with capabilities it lacks.
-	listed := map[*Entry]bool{}
-	for _, e := range a.sessionTools(ctx, v, c.session) {
-		listed[e] = true
-	}
-	found := slices.DeleteFunc(findTools(v, args.Query), func(e *Entry) bool { return !listed[e] })
-	out := FindResult{Tools: []FoundTool{}, Total: len(found)}
+	found, total := a.findTools(ctx, v, c.session, args.Query, limit)
+	out := FindResult{Tools: []FoundTool{}, Total: total}
 	var b strings.Builder
 	switch {
-	case len(found) == 0:
+	case total == 0:
 		fmt.Fprintf(&b, "No tool matches %q. Try other words, or an empty query to list every tool.", args.Query)
-	case len(found) > limit:
-		fmt.Fprintf(&b, "%d tools match; the best %d:", len(found), limit)
-		found = found[:limit]
+	case total > len(found):
+		fmt.Fprintf(&b, "%d tools match; the best %d:", total, len(found))
 	default:
-		fmt.Fprintf(&b, "%d tools match:", len(found))
+		fmt.Fprintf(&b, "%d tools match:", total)
+	}
+	if args.Expose && len(found) > 0 {
+		b.WriteString(" ")
+		b.WriteString(a.exposeNote(ctx, v, c.session, found))
 	}
 	for _, e := range found {
 		schema, _ := json.Marshal(e.Def.InputSchema)
@@ -256,91 +271,49 @@ func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall)
 	return a.countMeta(config.MetaToolFindTools, metaResult(b.String(), out))
 }
 
-// findTools ranks the view's tools (not the meta tools) by the words of
-// query: first by how many words they match, then by where (a whole word
-// of the name counts most, then part of the name, a word of the
-// description, part of the description), then by name. An empty query
-// matches every tool.
-func findTools(v *view, query string) []*Entry {
-	words := searchWords(query)
-	type scored struct {
-		e              *Entry
-		matched, score int
+// exposeNote exposes found to the caller (lazy.go) and says what came of
+// it.
+func (a *Aggregator) exposeNote(ctx context.Context, v *view, ss *mcp.ServerSession, found []*Entry) string {
+	switch {
+	case !v.lazy:
+		return "(expose: your tool list already has every tool.)"
+	case a.stateless || ss == nil:
+		return "(expose: mcpmux serves without sessions here, so it keeps no tool list per client; call these tools through mcpmux__call_tool.)"
 	}
-	var all []scored
-	for _, e := range v.visible {
-		if e.meta != nil {
-			continue
-		}
-		name := strings.ToLower(e.Name + " " + e.Tool + " " + e.Def.Title)
-		desc := strings.ToLower(e.Def.Description)
-		nameWords, descWords := searchWords(name), searchWords(desc)
-		s := scored{e: e}
-		for _, w := range words {
-			score := 0
-			switch {
-			case slices.Contains(nameWords, w):
-				score = 8
-			case strings.Contains(name, w):
-				score = 4
-			}
-			switch {
-			case slices.Contains(descWords, w):
-				score += 2
-			case strings.Contains(desc, w):
-				score++
-			}
-			if score > 0 {
-				s.matched++
-				s.score += score
-			}
-		}
-		if s.matched > 0 || len(words) == 0 {
-			all = append(all, s)
-		}
+	added, told := a.expose(ctx, v, ss, found)
+	switch {
+	case added == 0:
+		return "(expose: your tool list already has them.)"
+	case told:
+		return fmt.Sprintf("(expose: %d added to your tool list; tools/list_changed sent.)", added)
 	}
-	slices.SortFunc(all, func(a, b scored) int {
-		if a.matched != b.matched {
-			return b.matched - a.matched
-		}
-		if a.score != b.score {
-			return b.score - a.score
-		}
-		return strings.Compare(a.e.Name, b.e.Name)
-	})
-	out := make([]*Entry, len(all))
-	for i, s := range all {
-		out[i] = s.e
-	}
-	return out
+	return fmt.Sprintf("(expose: %d added to your tool list, which you get with tools/list; until then call them through mcpmux__call_tool.)", added)
 }
 
-// searchWords splits s into lower-case words of letters and digits, so
-// that "read_file" and "readFile" both hold "read" and "file".
-func searchWords(s string) []string {
-	var words []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, strings.ToLower(string(cur)))
-			cur = cur[:0]
+// findTools returns the best limit tools (not the meta tools) the caller
+// may call that match query, best first (package toolsearch), and how
+// many match; an empty query matches all of them, in list order. The
+// caller's tools are what its tool list would show in an eager catalog:
+// not the tools its servers list only to clients with capabilities it
+// lacks.
+func (a *Aggregator) findTools(ctx context.Context, v *view, ss *mcp.ServerSession, query string, limit int) ([]*Entry, int) {
+	callable := map[string]*Entry{}
+	var all []*Entry
+	for _, e := range a.sessionTools(ctx, v, ss) {
+		if e.meta == nil {
+			callable[e.Name] = e
+			all = append(all, e)
 		}
 	}
-	var prev rune
-	for _, r := range s {
-		switch {
-		case unicode.IsUpper(r) && unicode.IsLower(prev):
-			flush()
-			cur = append(cur, r)
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			cur = append(cur, r)
-		default:
-			flush()
-		}
-		prev = r
+	if strings.TrimSpace(query) == "" {
+		return all[:min(limit, len(all))], len(all)
 	}
-	flush()
-	return words
+	hits, total := v.cat.SearchIndex().Search(query, func(name string) bool { return callable[name] != nil }, limit)
+	out := make([]*Entry, len(hits))
+	for i, h := range hits {
+		out[i] = callable[h.Name]
+	}
+	return out, total
 }
 
 // metaCallTool calls the named tool as if the client had called it: the

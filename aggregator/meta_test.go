@@ -229,19 +229,6 @@ func TestMetaToolWinsOverAServerToolOfItsName(t *testing.T) {
 	}
 }
 
-func TestSearchWords(t *testing.T) {
-	for in, want := range map[string][]string{
-		"read_file":            {"read", "file"},
-		"readFile URL":         {"read", "file", "url"},
-		"  Grüße, café-2 ":     {"grüße", "café", "2"},
-		"browser__take-snap42": {"browser", "take", "snap42"},
-	} {
-		if got := searchWords(in); !slices.Equal(got, want) {
-			t.Errorf("searchWords(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // A rebuild must not register meta tools again (AddTool notifies clients
 // even for an identical tool): their hash is the same in every view.
 func TestMetaToolsAreStableAcrossRebuilds(t *testing.T) {

@@ -113,6 +113,9 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	c.rec.Routed(e.Server, fix.exposedName(e))
 	c.span.Set("mcpmux.server", e.Server)
 	c.span.Set("mcpmux.corrected_to", fix.exposedName(e))
+	if v.lazy {
+		a.touchExposed(c.session, e.Name)
+	}
 	// 2. Rules before.
 	rules := a.current.Load().Rules()
 	rc, env := a.ruleCall(p, c, e)
@@ -153,6 +156,12 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		return nil, nil, a.blacklisted(c, e)
 	}
 	server, known, tool, candidates := a.lookup(v, name)
+	// A server of the profile that is not up lists no tools: a call naming
+	// it is told so, not routed to, or called ambiguous between, the
+	// servers that have a tool of that name.
+	if res := a.notRunning(c, v, server, quoteName(name)); res != nil {
+		return nil, nil, res
+	}
 	switch len(candidates) {
 	case 1:
 		e := candidates[0]
@@ -162,9 +171,6 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 	case 0:
 		if e := a.hiddenByTool(v, tool); e != nil {
 			return nil, nil, a.blacklisted(c, e)
-		}
-		if res := a.notRunning(c, v, server, quoteName(name)); res != nil {
-			return nil, nil, res
 		}
 		a.answered(c, "", "", metrics.OutcomeUnknown)
 		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", quoteName(name))

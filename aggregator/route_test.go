@@ -212,3 +212,20 @@ func TestCallOfAServerThatIsNotRunning(t *testing.T) {
 		}
 	}
 }
+
+// A call naming a server that is not running, with a tool that other
+// servers have, is told that server is not running: neither called
+// ambiguous between the others nor auto-corrected to one of them.
+func TestCallOfAServerThatIsNotRunningNotAmbiguous(t *testing.T) {
+	for _, servers := range [][]string{{"alpha", "beta"}, {"alpha"}} {
+		fixtures := map[string]*mcp.Server{"broken": nil}
+		for _, name := range servers {
+			fixtures[name] = fixtureServer(name, map[string]mcp.ToolHandler{"echo": echo("")})
+		}
+		h := newHarness(t, fixtures, "", nil)
+		res := call(t, h.client(DefaultProfile), "broken__echo", map[string]any{"text": "x"})
+		if got := text(res); !res.IsError || !strings.Contains(got, "server 'broken' lists no tools because the server is not running (") {
+			t.Errorf("with %v up: a call of broken__echo: %q", servers, got)
+		}
+	}
+}

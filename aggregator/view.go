@@ -21,6 +21,11 @@ type view struct {
 	byTool   map[string][]*Entry // server's tool name → visible entries
 	servers  map[string]bool     // servers of the profile; nil means all
 
+	// lazy is the profile's catalog: lazy (lazy.go); pinned are then the
+	// tools every client of it is listed: the meta tools and always.
+	lazy   bool
+	pinned map[*Entry]bool
+
 	// longestTool and longestPrefix are the lengths of the longest key of
 	// byTool and of the profile's server prefixes: a longer part of a
 	// requested name cannot be one, so resolving never hashes it.
@@ -77,6 +82,8 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 		v.visible[e.Name] = e
 		v.byTool[e.Tool] = append(v.byTool[e.Tool], e)
 	}
+	var always []string
+	v.lazy, always = settings.CatalogOf(name)
 	v.addMetaTools(blocked)
 	v.measureNames()
 	for _, e := range cat.Entries() {
@@ -88,6 +95,9 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 		if e := v.visible[metaName(settings.Separator, m.def.Name)]; e != nil && e.meta != nil {
 			v.toolList = append(v.toolList, e)
 		}
+	}
+	if v.lazy {
+		v.pinned = pinnedTools(v.toolList, always)
 	}
 	v.prompts, v.promptList = inProfile(v, cat.prompts)
 	v.resources, v.resourceList = inProfile(v, cat.resources)

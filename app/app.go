@@ -102,6 +102,7 @@ func New(opts *Options) (*Instance, error) {
 		Logger:         log,
 		ClientInfo:     &mcp.Implementation{Name: "mcpmux", Version: opts.Version},
 		ConnectTimeout: snap.Settings.ConnectTimeout,
+		MaxResultBytes: func() config.Size { return in.agg.Settings().MaxResultBytes },
 	})
 	in.metrics = metrics.New(upstream.MetricsOf(in.pool))
 	in.tracing = &tracing.Switch{}

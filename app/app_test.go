@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +130,46 @@ func writeFile(t *testing.T, path, content string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// A request header over maxHeaderBytes is refused with 431 before any
+// token check, and the front goes on answering.
+func TestOversizedHeaderGets431(t *testing.T) {
+	in, err := New(&Options{Dir: t.TempDir(), Log: testLogger(), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, err := in.ListenHTTP(&HTTP{Addr: "127.0.0.1:0", Grace: time.Second, Token: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- front.Serve(ctx, false) }()
+
+	get := func(header string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+front.Addr().String()+"/healthz", nil)
+		if header != "" {
+			req.Header.Set("X-Padding", header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// Go reads 4 KiB over MaxHeaderBytes before it refuses.
+	if got := get(strings.Repeat("a", maxHeaderBytes+8<<10)); got != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a header of %d bytes gets %d, want 431", maxHeaderBytes+8<<10, got)
+	}
+	if got := get(strings.Repeat("a", 8<<10)); got == http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a header of 8 KiB gets 431")
+	}
+	cancel()
+	if err := within(t, served, "the shutdown"); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
 }

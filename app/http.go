@@ -45,6 +45,16 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 // idleConnTimeout closes keep-alive HTTP connections idle for that long.
 const idleConnTimeout = 2 * time.Minute
 
+// maxHeaderBytes bounds a request's header, read before any token is
+// checked: with Go's default (1 MiB), max_connections clients sending
+// unfinished headers hold about a GiB per thousand connections. MCP
+// requests carry a few small headers (a token, a session id, Mcp-*);
+// HAProxy's whole buffer is 16 KiB. A bigger header gets 431.
+const maxHeaderBytes = 64 << 10
+
+// readHeaderTimeout is how long a client may take to send its header.
+const readHeaderTimeout = 10 * time.Second
+
 // An HTTPFront is an instance's Streamable HTTP front, listening.
 type HTTPFront struct {
 	in       *Instance
@@ -85,7 +95,8 @@ func (in *Instance) ListenHTTP(h *HTTP) (*HTTPFront, error) {
 	ln = netutil.LimitListener(ln, in.snap.Settings.Connections())
 	srv := &http.Server{
 		Handler:           fr,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		// Request bodies are bounded by request_body_timeout (see
 		// package front); an idle keep-alive connection goes after
 		// this, so that it does not hold a place of max_connections.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 )
 
@@ -36,7 +37,13 @@ func (in *Instance) ServeStdio(ctx context.Context, profile string, grace time.D
 	}()
 	err := in.agg.RunStdio(session, profile)
 	endSession()
-	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+	switch {
+	case err == nil, ctx.Err() != nil, errors.Is(err, io.EOF):
+	case errors.Is(err, syscall.EPIPE):
+		// The client closed its end of our stdout before its stdin (or
+		// exited): it left, which is a normal end, not a failure.
+		in.log.Info("the stdio client closed its end", "error", err)
+	default:
 		return fmt.Errorf("the stdio session ended with an error: %w", err)
 	}
 	return nil

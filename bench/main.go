@@ -47,6 +47,7 @@ var sections = []section{
 	{"limits", limits},
 	{"replicas", replicas},
 	{"journal", journalCost},
+	{"toolsearch", toolSearch},
 }
 
 func main() {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -24,29 +26,44 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	// Invalid files are in the report below, not in the log too.
-	in, log, code := oneShot(&cf, fs, stderr)
+	// Invalid files are in the report below, not in the log too. The log
+	// ends where the report begins: what a server that failed does next
+	// (its retries) would come after the table, which is the last word.
+	logOut := &gate{w: stderr}
+	in, log, code := oneShot(&cf, fs, logOut)
 	if in == nil {
 		return code
 	}
 	defer in.Close(time.Second)
+	logOut.close()
 
 	mask := logs.MaskerOf(log) // errors may quote a child's stderr
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tRESTARTS\tTRANSPORT\tDETAIL")
+	// TOOLS counts what a client can call: not the blacklisted ones, which
+	// DETAIL counts.
+	callable := map[string]int{}
+	entries, _ := in.Aggregator().Tools("")
+	for _, e := range entries {
+		callable[e.Server]++
+	}
 	failed := 0
 	for _, st := range in.Pool().Statuses() {
-		detail := ""
-		switch {
-		case st.Error != "":
-			detail = st.Error
-		case st.Session == "per-client":
-			detail = "one connection per client session"
+		var details []string
+		if st.Error != "" {
+			details = append(details, st.Error)
 		}
+		if st.Session == "per-client" {
+			details = append(details, "one connection per client session")
+		}
+		if n := st.Tools - callable[st.Name]; n > 0 && st.State == upstream.StateUp {
+			details = append(details, fmt.Sprintf("%d more blacklisted (tool_blacklist)", n))
+		}
+		detail := strings.Join(details, "; ")
 		if st.State != upstream.StateUp {
 			failed++
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.State, st.Tools, st.Restarts, st.Transport, oneLine(mask.Mask(detail)))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.State, callable[st.Name], st.Restarts, st.Transport, oneLine(mask.Mask(detail)))
 	}
 	for _, s := range in.Snapshot().Disabled {
 		fmt.Fprintf(w, "%s\tdisabled\t-\t-\t-\tenabled: false in %s\n", s.Name, s.File)
@@ -88,4 +105,26 @@ func oneShot(cf *commonFlags, fs *flag.FlagSet, stderr io.Writer) (*app.Instance
 	defer stop()
 	in.Start(ctx)
 	return in, log, 0
+}
+
+// gate passes writes on to w until it is closed, and drops them after.
+type gate struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (g *gate) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }

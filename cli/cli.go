@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -86,16 +87,40 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			return versionCmd(args[1:], stdout, stderr)
 		}
 	}
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, ok := commands[args[0]]
-		if !ok {
-			fmt.Fprintf(stderr, "mcpmux: unknown command %q\n\n", args[0])
-			usage(stderr)
-			return 2
-		}
-		return cmd(args[1:], stdout, stderr)
+	flags, name, rest := splitCommand(args)
+	if name == "" {
+		return serveCmd(args, stdout, stderr)
 	}
-	return serveCmd(args, stdout, stderr)
+	if name == "help" {
+		return helpCmd(rest, stdout, stderr)
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "mcpmux: unknown command %q\n\n", name)
+		usage(stderr)
+		return 2
+	}
+	// Flags before the command are its own, as in git and kubectl
+	// (mcpmux --config DIR tools): a command that lacks one says so.
+	return cmd(append(flags, rest...), stdout, stderr)
+}
+
+// splitCommand splits a command line into the flags before its command,
+// the command's name and its own arguments. name is empty when there is
+// no command (serving), or when the leading flags do not parse, which
+// serving then reports. The flags of serving tell which flags take a
+// value, so that in --config tools, tools is the directory.
+func splitCommand(args []string) (flags []string, name string, rest []string) {
+	fs, _ := newServeFlags(io.Discard, io.Discard)
+	if err := parseQuietly(fs, args); err != nil || fs.NArg() == 0 {
+		return nil, "", nil
+	}
+	rest = fs.Args()
+	flags = args[:len(args)-len(rest)]
+	if len(flags) > 0 && flags[len(flags)-1] == "--" {
+		return nil, "", nil // after --, an argument is not a command
+	}
+	return slices.Clone(flags), rest[0], rest[1:]
 }
 
 // helpCmd prints the usage, or a command's.
@@ -122,7 +147,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `
 DIR holds tool/*.yaml (one tool server each) and an optional mcpmux.yaml;
 it defaults to $MCPMUX_CONFIG, else ./config. "mcpmux init" writes one.
-"mcpmux help COMMAND" (or "mcpmux COMMAND -h") prints a command's flags.
+"mcpmux help COMMAND" (or "mcpmux COMMAND -h") prints a command's flags,
+which may also come before it: mcpmux --config DIR tools.
 
 Flags of serving (mcpmux [flags], mcpmux --http ADDR [flags]):
 `)

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcpmux/mcpmux/config"
@@ -204,5 +206,84 @@ func TestServeTokenFromFlagOrEnvironment(t *testing.T) {
 		if got := f.http().Token; got != c.want {
 			t.Errorf("%q: token %q, want %q", c.args, got, c.want)
 		}
+	}
+}
+
+// Flags before the command are the command's, as in git and kubectl:
+// mcpmux --config DIR tools is mcpmux tools --config DIR.
+func TestFlagsBeforeTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--config", dir, "tools", "--json"},
+		{"--config=" + dir, "--log-level", "error", "tools", "--json"},
+		{"tools", "--config", dir, "--json"},
+	} {
+		if out, errOut, code := runCLI(args...); code != 0 || strings.TrimSpace(out) != "[]" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the empty catalog", args, code, out, errOut)
+		}
+	}
+	if out, _, code := runCLI("--config", dir, "check"); code != 0 || !strings.Contains(out, "0 servers") {
+		t.Errorf("--config DIR check: exit %d, %q", code, out)
+	}
+	if out, _, code := runCLI("--config", dir, "help", "tools"); code != 0 || !strings.HasPrefix(out, "usage: mcpmux tools") {
+		t.Errorf("--config DIR help tools: exit %d, %q", code, out)
+	}
+	// A flag the command does not take, and a command that is not one,
+	// are mistakes that say so.
+	if _, errOut, code := runCLI("--config", dir, "version"); code != 2 || !strings.Contains(errOut, "mcpmux version: flag provided but not defined: -config") {
+		t.Errorf("--config DIR version: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := runCLI("--config", dir, "frobnicate"); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("--config DIR frobnicate: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// lockedBuffer is stdout and stderr at once, in the order of the writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// check's report is its last word: the log of a server that failed to
+// start (its retries) comes before the table or not at all.
+func TestCheckReportIsTheLastWord(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// broken fails in a second, and again while check prints its table:
+	// slow's first attempt, which the table waits for, ends in between.
+	for name, sleep := range map[string]string{"broken": "1", "slow": "2"} {
+		file := fmt.Sprintf("tool_command: sh\nargs: [-c, 'sleep %s; exit 1']\n", sleep)
+		if err := os.WriteFile(filepath.Join(dir, "tool", name+".yaml"), []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out lockedBuffer
+	if code := Run([]string{"check", "--config", dir}, &out, &out); code != 1 {
+		t.Errorf("check of a broken server: exit %d, want 1", code)
+	}
+	got := out.String()
+	table := strings.Index(got, "SERVER")
+	if table < 0 || !strings.HasSuffix(got, "2 servers, 2 not up, 0 invalid files\n") {
+		t.Fatalf("check printed:\n%s", got)
+	}
+	if strings.Contains(got[table:], "level=") {
+		t.Errorf("a log line after the table:\n%s", got)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,8 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/app"
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // toolsCmd prints the merged catalog.
@@ -36,6 +39,12 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 	for _, n := range app.NameNotes(in.Snapshot().Servers, in.Snapshot().Settings.Separator) {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
+	// Bounded: each probe is a session of its own (a process, for a
+	// child), minutes in all on a busy machine; one that fails marks its
+	// tools as needing "a capability".
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	needs := clientNeeds(ctx, in.Pool(), entries)
 	if *asJSON {
 		type tool struct {
 			Name         string `json:"name"`
@@ -45,10 +54,13 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 			Description  string `json:"description,omitempty"`
 			InputSchema  any    `json:"inputSchema"`
 			OutputSchema any    `json:"outputSchema,omitempty"`
+			// ClientNeeds: the client capabilities without which the
+			// server does not list the tool (see clientNeeds).
+			ClientNeeds []string `json:"clientNeeds,omitempty"`
 		}
 		out := make([]tool, 0, len(entries))
 		for _, e := range entries {
-			out = append(out, tool{e.Name, e.Server, e.Tool, e.Def.Title, e.Def.Description, e.Def.InputSchema, e.Def.OutputSchema})
+			out = append(out, tool{e.Name, e.Server, e.Tool, e.Def.Title, e.Def.Description, e.Def.InputSchema, e.Def.OutputSchema, needs[e.Name]})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -59,11 +71,87 @@ func toolsCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	for _, e := range entries {
-		fmt.Fprintf(w, "%s\t%s\n", e.Name, truncate(oneLine(e.Def.Description), 100))
+		desc := truncate(oneLine(e.Def.Description), 100)
+		if n := needs[e.Name]; n != nil {
+			desc = "[client needs " + strings.Join(n, ", ") + "] " + desc
+		}
+		fmt.Fprintf(w, "%s\t%s\n", e.Name, desc)
 	}
 	w.Flush()
 	fmt.Fprintf(stderr, "%d tools from %d servers\n", len(entries), countServers(in))
+	if len(needs) > 0 {
+		fmt.Fprintf(stderr, "%d of them for every client; the %d marked [client needs ...] only for a client that declares those capabilities (their servers list them to no other)\n", len(entries)-len(needs), len(needs))
+	}
 	return 0
+}
+
+// needFeatures are the client capabilities a server may list tools for,
+// one at a time: the go-sdk's names, as a client declares them.
+var needFeatures = []struct {
+	name string
+	f    upstream.ClientFeatures
+}{
+	{"roots", upstream.ClientFeatures{Roots: true}},
+	{"sampling", upstream.ClientFeatures{Sampling: true, SamplingTools: true}},
+	{"elicitation (form)", upstream.ClientFeatures{FormElicitation: true}},
+	{"elicitation (url)", upstream.ClientFeatures{URLElicitation: true}},
+	{"tasks (sampling)", upstream.ClientFeatures{Sampling: true, SamplingTools: true, SamplingTasks: true}},
+	{"tasks (elicitation)", upstream.ClientFeatures{FormElicitation: true, URLElicitation: true, ElicitationTasks: true}},
+}
+
+// clientNeeds names, for each tool of entries that a client without
+// capabilities is not listed (as mcpmux lists each client what its server
+// would list it), the capabilities that get it listed: the one that does
+// alone (the first of needFeatures), else "several capabilities" ("a
+// capability" when a probe failed). It asks each server what it lists to such
+// clients, as a serving mcpmux does.
+func clientNeeds(ctx context.Context, pool *upstream.Pool, entries []*aggregator.Entry) map[string][]string {
+	byServer := map[string][]*aggregator.Entry{}
+	for _, e := range entries {
+		if pool.Get(e.Server) != nil {
+			byServer[e.Server] = append(byServer[e.Server], e)
+		}
+	}
+	out := map[string][]string{}
+	for server, es := range byServer {
+		srv := pool.Get(server)
+		none, err := srv.ToolsFor(ctx, upstream.ClientFeatures{})
+		if err != nil || none == nil {
+			continue // lists all to every client, or cannot tell
+		}
+		var hidden []*aggregator.Entry
+		for _, e := range es {
+			if !none[e.Tool] {
+				hidden = append(hidden, e)
+			}
+		}
+		if len(hidden) == 0 {
+			continue
+		}
+		unprobed := false
+		for _, nf := range needFeatures {
+			listed, err := srv.ToolsFor(ctx, nf.f)
+			if err != nil {
+				unprobed = true
+				continue
+			}
+			for _, e := range hidden {
+				if out[e.Name] == nil && (listed == nil || listed[e.Tool]) {
+					out[e.Name] = []string{nf.name}
+				}
+			}
+		}
+		for _, e := range hidden {
+			switch {
+			case out[e.Name] != nil:
+			case unprobed: // a probe failed: which one it needs is unknown
+				out[e.Name] = []string{"a capability"}
+			default:
+				out[e.Name] = []string{"several capabilities"}
+			}
+		}
+	}
+	return out
 }
 
 // profilesOf names the profiles of settings, for a message about an

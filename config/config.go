@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -263,10 +264,21 @@ type Settings struct {
 	// Rewrite rules, applied in order; compiled and checked by package
 	// rewrite.
 	Rewrite []*Rule `koanf:"rewrite"`
+	// AntiCheat names a bundled policy pack applied to every tool before
+	// the rewrite rules: "benchmark-answers" (rewrite.PackBenchmarkAnswers)
+	// refuses arguments that link to benchmark answers and removes such
+	// links from results; "" or "off" applies none.
+	AntiCheat string `koanf:"anti_cheat"`
 	// MetaTools are the opt-in tools mcpmux serves itself, named
 	// mcpmux<separator><name>: MetaToolStatus, MetaToolFindTools,
 	// MetaToolCallTool.
 	MetaTools []string `koanf:"meta_tools"`
+	// Catalog is how profiles that set none list tools: CatalogEager
+	// (every tool; "" means it) or CatalogLazy (see CatalogOf).
+	Catalog string `koanf:"catalog"`
+	// Always are the tools a lazy catalog lists besides the meta tools:
+	// globs matched against the exposed name and the server's own name.
+	Always []string `koanf:"always"`
 
 	// Journal writes every tool call to a JSON Lines file per task; nil
 	// means no journal (see journal.go).
@@ -306,6 +318,33 @@ type Profile struct {
 	// ToolConfig lists the servers the profile sees; empty means all.
 	ToolConfig    []string   `koanf:"tool_config"`
 	ToolBlacklist [][]string `koanf:"tool_blacklist"`
+	// Catalog and Always override the global ones for this profile.
+	Catalog string   `koanf:"catalog"`
+	Always  []string `koanf:"always"`
+}
+
+// Catalog modes (catalog: in mcpmux.yaml, globally or per profile).
+const (
+	CatalogEager = "eager" // tools/list has every tool
+	CatalogLazy  = "lazy"  // tools/list has the meta tools and always; find_tools the rest
+)
+
+// CatalogOf returns whether profile (DefaultProfile "" for the
+// unrestricted one) lists its tools lazily, and the globs of the tools it
+// then lists anyway: the profile's own catalog and always where it sets
+// them, else the global ones. A lazy profile is served mcpmux's
+// find_tools and call_tool whatever meta_tools says.
+func (s *Settings) CatalogOf(profile string) (lazy bool, always []string) {
+	mode, always := s.Catalog, s.Always
+	if p := s.Profiles[profile]; p != nil && profile != "" {
+		if p.Catalog != "" {
+			mode = p.Catalog
+		}
+		if p.Always != nil {
+			always = p.Always
+		}
+	}
+	return mode == CatalogLazy, always
 }
 
 // Rule is one rewrite rule as written in mcpmux.yaml, and Fallback the
@@ -376,6 +415,9 @@ func (s *Settings) Validate() error {
 			return fieldErr(fmt.Sprintf("meta_tools.%d", i), fmt.Errorf("%q is listed twice", m))
 		}
 	}
+	if err := validateCatalog("", s.Catalog, s.Always); err != nil {
+		return err
+	}
 	for i, r := range s.Rewrite {
 		if r == nil {
 			return fieldErr(fmt.Sprintf("rewrite.%d", i), fmt.Errorf("empty rule"))
@@ -389,7 +431,11 @@ func (s *Settings) Validate() error {
 		}
 		return fieldErr("rewrite", err)
 	}
-	s.rules = rules
+	pack, err := rewrite.CompilePack(s.AntiCheat)
+	if err != nil {
+		return fieldErr("anti_cheat", err)
+	}
+	s.rules = pack.Then(rules)
 	if err := validatePairs(s.ToolBlacklist); err != nil {
 		return fieldErr("tool_blacklist", err)
 	}
@@ -402,6 +448,16 @@ func (s *Settings) Validate() error {
 		}
 		if err := validatePairs(p.ToolBlacklist); err != nil {
 			return fieldErr("profiles."+name+".tool_blacklist", err)
+		}
+		if err := validateCatalog("profiles."+name+".", p.Catalog, p.Always); err != nil {
+			return err
+		}
+	}
+	for _, name := range append([]string{""}, s.ProfileNames()...) {
+		if lazy, _ := s.CatalogOf(name); lazy {
+			if err := s.lazyNeedsItsMetaTools(name); err != nil {
+				return err
+			}
 		}
 	}
 	if err := s.validateRecording(); err != nil {
@@ -416,6 +472,47 @@ func (s *Settings) Validate() error {
 // Rules returns the rewrite rules compiled by Validate; nil (no rules)
 // before it ran.
 func (s *Settings) Rules() *rewrite.Rules { return s.rules }
+
+// validateCatalog checks a catalog mode and its always globs; field is
+// the prefix of their keys.
+func validateCatalog(field, mode string, always []string) error {
+	switch mode {
+	case "", CatalogEager, CatalogLazy:
+	default:
+		return fieldErr(field+"catalog", fmt.Errorf("%q is not a catalog mode (eager, lazy)", mode))
+	}
+	for i, g := range always {
+		if g == "" {
+			return fieldErr(fmt.Sprintf("%salways.%d", field, i), fmt.Errorf("empty pattern"))
+		}
+		if _, err := path.Match(g, ""); err != nil {
+			return fieldErr(fmt.Sprintf("%salways.%d", field, i), fmt.Errorf("%q: %v (use *, ? and [...] as in shell globs)", g, err))
+		}
+	}
+	return nil
+}
+
+// lazyNeedsItsMetaTools refuses a blacklist that hides find_tools or
+// call_tool from a lazy profile: its clients could reach nothing beyond
+// always.
+func (s *Settings) lazyNeedsItsMetaTools(profile string) error {
+	pairs := s.ToolBlacklist
+	field := "tool_blacklist"
+	if p := s.Profiles[profile]; p != nil && profile != "" {
+		pairs = append(slices.Clone(pairs), p.ToolBlacklist...)
+		field = "profiles." + profile + ".tool_blacklist"
+	}
+	for _, p := range pairs {
+		if len(p) == 2 && p[0] == "mcpmux" && (p[1] == MetaToolFindTools || p[1] == MetaToolCallTool) {
+			what := "the default profile"
+			if profile != "" {
+				what = "profile " + profile
+			}
+			return fieldErr(field, fmt.Errorf("%s lists tools lazily (catalog: lazy) and needs mcpmux%s%s, which the blacklist hides", what, s.Separator, p[1]))
+		}
+	}
+	return nil
+}
 
 func validatePairs(pairs [][]string) error {
 	for i, p := range pairs {

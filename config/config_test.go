@@ -309,10 +309,48 @@ func TestSettingsValidation(t *testing.T) {
 		{"profiles:\n  \"bad name\": {}\n", "not a valid profile name"},
 		{"meta_tools:\n  - status\n  - stats\n", "mcpmux.yaml:3: meta_tools.1: unknown meta tool \"stats\" (status, find_tools, call_tool)"},
 		{"meta_tools: [call_tool, call_tool]\n", "meta_tools.1: \"call_tool\" is listed twice"},
+		{"catalog: lazy\nalways: [\"[fetch\"]\n", "always.0: \"[fetch\": syntax error in pattern"},
+		{"profiles: {a: {catalog: later}}\n", `profiles.a.catalog: "later" is not a catalog mode (eager, lazy)`},
+		{"catalog: lazy\ntool_blacklist: [[mcpmux, find_tools]]\n", "tool_blacklist: the default profile lists tools lazily (catalog: lazy) and needs mcpmux__find_tools"},
+		{"profiles: {a: {catalog: lazy, tool_blacklist: [[mcpmux, call_tool]]}}\n", "profiles.a.tool_blacklist: profile a lists tools lazily"},
 	} {
 		_, ferr := ParseSettings("mcpmux.yaml", []byte(tt.yaml), nil)
 		if ferr == nil || !strings.Contains(ferr.Error(), tt.want) {
 			t.Errorf("%q: error %v, want %q", tt.yaml, ferr, tt.want)
+		}
+	}
+}
+
+func TestCatalogOfInheritsTheGlobalMode(t *testing.T) {
+	_, ferr := ParseSettings("mcpmux.yaml", []byte(`catalog: lazy
+always: ["fs__*"]
+tool_blacklist: [[mcpmux, find_tools]]
+profiles:
+  own: {always: [fetch]}
+  eager: {catalog: eager}
+  none: {always: []}
+`), nil)
+	if ferr == nil {
+		t.Fatal("a lazy default profile without find_tools was accepted")
+	}
+	s, ferr := ParseSettings("mcpmux.yaml", []byte(`catalog: lazy
+always: ["fs__*"]
+profiles:
+  own: {always: [fetch]}
+  eager: {catalog: eager}
+  none: {always: []}
+`), nil)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	for _, c := range []struct {
+		profile string
+		lazy    bool
+		always  []string
+	}{{"", true, []string{"fs__*"}}, {"own", true, []string{"fetch"}}, {"eager", false, []string{"fs__*"}}, {"none", true, []string{}}, {"missing", true, []string{"fs__*"}}} {
+		lazy, always := s.CatalogOf(c.profile)
+		if lazy != c.lazy || !slices.Equal(always, c.always) {
+			t.Errorf("CatalogOf(%q) = %v, %q; want %v, %q", c.profile, lazy, always, c.lazy, c.always)
 		}
 	}
 }

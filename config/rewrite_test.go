@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/mcpmux/mcpmux/rewrite"
 )
 
 // The shipped mcpmux.yaml loads, matches its schema and has the seed's
@@ -28,11 +30,12 @@ func TestShippedSettings(t *testing.T) {
 	for _, r := range s.Rewrite {
 		names = append(names, r.Name)
 	}
-	if strings.Join(names, ",") != "no-benchmark-answers,scrape-fallback" {
-		t.Errorf("shipped rules %v", names)
+	if strings.Join(names, ",") != "scrape-fallback" || s.AntiCheat != rewrite.PackBenchmarkAnswers {
+		t.Errorf("shipped rules %v, anti_cheat %q", names, s.AntiCheat)
 	}
-	if s.Rules().Len() != 2 {
-		t.Errorf("%d compiled rules, want 2", s.Rules().Len())
+	// The pack's refusal and redaction, then the fallback.
+	if s.Rules().Len() != 3 {
+		t.Errorf("%d compiled rules, want 3", s.Rules().Len())
 	}
 }
 
@@ -46,6 +49,7 @@ func TestRewriteRuleErrors(t *testing.T) {
 		{head + "  - name: no-tool\n    on_error: boom\n    fallback: {args: {url: \"{{url}}\"}}\n", `mcpmux.yaml:9: rewrite.1.fallback.tool: rule "no-tool": missing`},
 		{head + "  - name: bad-var\n    on_error: boom\n    fallback:\n      tool: fetch__fetch\n      args:\n        url: \"{{ }}\"\n", `mcpmux.yaml:12: rewrite.1.fallback.args.url: rule "bad-var"`},
 		{head + "  - tools: [\"*\"]\n    on_error: boom\n    fallback: {tool: t}\n", `mcpmux.yaml:7: rewrite.1.name: missing`},
+		{"anti_cheat: benchmark-answer\n", `mcpmux.yaml:1: anti_cheat: unknown policy pack "benchmark-answer" (benchmark-answers, or off)`},
 	} {
 		_, ferr := ParseSettings("mcpmux.yaml", []byte(tt.yaml), nil)
 		if ferr == nil || !strings.Contains(ferr.Error(), tt.want) {
@@ -61,6 +65,9 @@ func TestSchemaAgreesOnRules(t *testing.T) {
 		{doc: "rewrite: [{name: r, block_urls: [a.com/**], message: m, redact: true}]\n", valid: true},
 		{doc: "rewrite: [{name: r, tools: [\"*\"], on_error: boom, fallback: {tool: t}}]\n", valid: true},
 		{doc: "rewrite: [{name: r}]\n"},
+		{doc: "anti_cheat: benchmark-answers\n", valid: true},
+		{doc: "anti_cheat: off\n", valid: true},
+		{doc: "anti_cheat: gaia\n"},
 		{doc: "rewrite: [{block_urls: [a.com/**], message: m}]\n"},
 		{doc: "rewrite: [{name: r, block_urls: [a.com/**]}]\n"},
 		{doc: "rewrite: [{name: r, message: m}]\n"},

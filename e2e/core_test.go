@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -281,6 +284,58 @@ func TestShutdownStopsChildren(t *testing.T) {
 	waitGone(t, pid)
 }
 
+// A stdio client that closes its end of mcpmux's stdout before its stdin
+// (or dies) has left: the write that fails with a broken pipe ends mcpmux
+// as a closed stdin does, with exit 0 and no ERROR in its log.
+func TestStdioClientClosingStdoutFirst(t *testing.T) {
+	t.Parallel()
+	dir := writeConfig(t, map[string]string{"tool/echo.yaml": fixture("echo", "echo")})
+	cmd := exec.Command(mcpmuxBin, "--config", dir, "--log-level", "debug")
+	p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
+	cmd.Stderr = p.logs
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.dumpLogsOnFailure(t)
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Process.Kill() })
+
+	send := func(msg string) {
+		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
+	for r := bufio.NewReader(stdout); ; { // notifications may come first
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("initialize: %v", err)
+		}
+		if strings.Contains(line, `"id":1`) {
+			break
+		}
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// The client stops reading; its next request's answer meets a closed
+	// pipe. Its stdin stays open: the broken pipe alone must end mcpmux.
+	_ = stdout.Close()
+	send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if err := p.wait(t); err != nil {
+		t.Errorf("mcpmux exited with %v after its client closed stdout, want 0", err)
+	}
+	if strings.Contains(p.logs.String(), "level=ERROR") {
+		t.Errorf("a client that left is logged as an error:\n%s", p.logs.String())
+	}
+}
+
 func TestCommands(t *testing.T) {
 	t.Parallel()
 	dir := writeConfig(t, map[string]string{
@@ -352,5 +407,45 @@ func TestCheckPointsAtFileAndLine(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// tools marks the tools a server lists only to clients with a capability
+// (server-everything's roots, sampling and elicitation ones) and counts
+// what every client gets; check's TOOLS column counts what a client can
+// call, not the blacklisted tools.
+func TestToolsAndCheckCountWhatAClientSees(t *testing.T) {
+	t.Parallel()
+	dir := writeConfig(t, map[string]string{
+		"tool/everything.yaml": npmServer(t, "everything", "mcp-server-everything", "stdio"),
+		"mcpmux.yaml":          "tool_blacklist: [[everything, echo]]\n",
+	})
+	// tools opens a probe session (a process) per capability: slow when busy.
+	out, errOut, code := runMcpmuxIn(t, longTestContext(t), "--config", dir, "tools")
+	if code != 0 {
+		t.Fatalf("tools: exit %d\n%s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	marked := 0
+	for _, l := range lines {
+		if strings.Contains(l, "[client needs ") {
+			marked++
+		}
+	}
+	for _, want := range []string{"everything__get-roots-list  ", "[client needs roots]", "[client needs sampling]", "[client needs elicitation (form)]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tools lacks %q:\n%s", want, out)
+		}
+	}
+	if want := fmt.Sprintf("%d of them for every client; the %d marked", len(lines)-marked, marked); marked == 0 || !strings.Contains(errOut, want) {
+		t.Errorf("tools: stderr %q, want %q", errOut, want)
+	}
+	if strings.Contains(out, "everything__echo ") {
+		t.Errorf("tools lists a blacklisted tool:\n%s", out)
+	}
+	out, _, code = runMcpmux(t, "--config", dir, "check")
+	want := fmt.Sprintf("everything  up     %d ", len(lines))
+	if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "1 more blacklisted (tool_blacklist)") {
+		t.Errorf("check: exit %d, want %q and the blacklisted one in DETAIL:\n%s", code, want, out)
 	}
 }

@@ -403,7 +403,7 @@ func TestFaultSIGTERMLeavesNoOrphans(t *testing.T) {
 	}
 	// mcpmux waits for its children's groups before it exits; allow the
 	// kernel a moment to finish off what was SIGKILLed.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testTimeout)
 	for left := stillRunning(tree); len(left) > 0; left = stillRunning(tree) {
 		if time.Now().After(deadline) {
 			t.Fatalf("still running after mcpmux exited: %+v", left)
@@ -412,43 +412,58 @@ func TestFaultSIGTERMLeavesNoOrphans(t *testing.T) {
 	}
 }
 
+// On SIGTERM a running call that finishes within the grace period gets its
+// answer, and one that does not is cancelled with an answer that says so.
+// Each in its own mcpmux: the first with a grace period that only the test
+// ends (by releasing the call), so that a slow machine cannot run it out;
+// the second with one short enough to wait for.
 func TestFaultGracefulShutdown(t *testing.T) {
 	t.Parallel()
+	start := func(t *testing.T, mode, grace string) (*mcp.ClientSession, *process) {
+		dir := writeConfig(t, map[string]string{"tool/work.yaml": faults("work")})
+		if mode == "stdio" {
+			return startStdio(t, dir, "--shutdown-grace", grace)
+		}
+		p := startHTTP(t, dir, "--shutdown-grace", grace)
+		cs, err := connectHTTP(t, p, "/mcp", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs, p
+	}
+	terminate := func(t *testing.T, p *process) {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		// Over HTTP the shutdown begins with the drain (docs/scaling.md).
+		p.logs.waitFor(t, regexp.MustCompile(`waiting for running calls before closing|draining: `))
+	}
 	for _, mode := range []string{"stdio", "http"} {
-		t.Run(mode, func(t *testing.T) {
-			dir := writeConfig(t, map[string]string{"tool/work.yaml": faults("work")})
-			var cs *mcp.ClientSession
-			var p *process
-			if mode == "stdio" {
-				cs, p = startStdio(t, dir, "--shutdown-grace", "2s")
-			} else {
-				p = startHTTP(t, dir, "--shutdown-grace", "2s")
-				var err error
-				if cs, err = connectHTTP(t, p, "/mcp", nil); err != nil {
-					t.Fatal(err)
-				}
-			}
+		t.Run(mode+"/finishing", func(t *testing.T) {
+			t.Parallel()
+			cs, p := start(t, mode, (2 * testTimeout).String())
 			release := filepath.Join(t.TempDir(), "release")
 			finishing := callAsync(cs, "work__block", map[string]any{"file": release})
-			hanging := callAsync(cs, "work__hang", nil)
 			p.logs.waitFor(t, regexp.MustCompile(`block: waiting for`))
-			p.logs.waitFor(t, regexp.MustCompile(`hang: hanging`))
-
-			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			// Over HTTP the shutdown begins with the drain (docs/scaling.md).
-			p.logs.waitFor(t, regexp.MustCompile(`waiting for running calls before closing|draining: `))
-			// A call that finishes within the grace period gets its answer.
+			terminate(t, p)
 			if err := os.WriteFile(release, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			if res := receive(t, finishing, "call finishing within the grace"); res.IsError || resultText(res) != "unblocked" {
 				t.Errorf("call finishing within the grace = %q (isError %v)", resultText(res), res.IsError)
 			}
-			// One that does not is cancelled, with an answer that says so.
+			if err := p.wait(t); err != nil {
+				t.Errorf("mcpmux exited with %v", err)
+			}
+		})
+		t.Run(mode+"/hanging", func(t *testing.T) {
+			t.Parallel()
+			cs, p := start(t, mode, "1s")
+			hanging := callAsync(cs, "work__hang", nil)
+			p.logs.waitFor(t, regexp.MustCompile(`hang: hanging`))
+			terminate(t, p)
 			res := receive(t, hanging, "call past the grace")
-			if !res.IsError || !strings.Contains(resultText(res), "mcpmux is shutting down") || !strings.Contains(resultText(res), "grace period of 2s") {
+			if !res.IsError || !strings.Contains(resultText(res), "mcpmux is shutting down") || !strings.Contains(resultText(res), "grace period of 1s") {
 				t.Errorf("call past the grace = %q (isError %v)", resultText(res), res.IsError)
 			}
 			if err := p.wait(t); err != nil {

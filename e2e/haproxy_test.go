@@ -206,8 +206,15 @@ func (c *lbClient) check(ctx context.Context) error {
 // an error.
 func TestHAProxySessions(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
-	replicas := startReplicas(t, replicasConfig(t), 3)
+	// 30 sessions, 40 processes, 300 calls: minutes on a busy machine.
+	ctx := longTestContext(t)
+	dl, _ := ctx.Deadline()
+	// The test, not the clock, ends the drained replica's running calls
+	// (the release file below), and checks what the drain does meanwhile;
+	// a grace period that could run out first, on a slow machine, would
+	// fail them (TestFaultGracefulShutdown covers the grace running out).
+	grace := time.Until(dl).Round(time.Second) + testTimeout
+	replicas := startReplicas(t, replicasConfig(t), 3, "--shutdown-grace", grace.String())
 	url, _ := startHAProxy(t, replicas)
 
 	const nClients = 30

@@ -31,6 +31,21 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// longTestContext bounds a test whose work grows with the machine's speed
+// and load (tens of processes, hundreds of calls) by the test binary's own
+// deadline (go test -timeout), less a minute so that the test fails with
+// its own diagnostics rather than the binary's panic; testTimeout bounds
+// one wait, not such a test.
+func longTestContext(t *testing.T) context.Context {
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(10 * testTimeout)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-testTimeout))
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // writeConfig creates a config directory: keys are paths inside it
 // ("mcpmux.yaml", "tool/x.yaml").
 func writeConfig(t *testing.T, files map[string]string) string {
@@ -301,7 +316,13 @@ func resultText(res *mcp.CallToolResult) string {
 // its stdout, stderr and exit code.
 func runMcpmux(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx := testContext(t)
+	return runMcpmuxIn(t, testContext(t), args...)
+}
+
+// runMcpmuxIn is runMcpmux bounded by ctx: longTestContext for a command
+// whose work grows with the machine's load (tools probing a server).
+func runMcpmuxIn(t *testing.T, ctx context.Context, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, mcpmuxBin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

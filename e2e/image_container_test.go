@@ -28,7 +28,7 @@ import (
 const (
 	noTokenMessage = "refusing to serve on a non-loopback address without a token: set --token, MCPMUX_TOKEN, --token-file or token_file, or bind to 127.0.0.1"
 	// The shipped mcpmux.yaml's answer to a fetch of a Hugging Face dataset.
-	benchmarkRefusal = "You are trying to scrape a Hugging Face dataset for answers"
+	benchmarkRefusal = "You are trying to read benchmark answers"
 	privateRefusal   = "does not reach loopback or private networks"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// shippedSettings is config/mcpmux.yaml as shipped: the seed's refuse and
-// fallback rules.
+// shippedSettings is config/mcpmux.yaml as shipped: the benchmark-answers
+// policy pack and the seed's fallback rule.
 func shippedSettings(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("../config/mcpmux.yaml")
@@ -21,7 +21,7 @@ func shippedSettings(t *testing.T) string {
 	return string(b)
 }
 
-const refusal = "You are trying to scrape a Hugging Face dataset for answers, please do not use the scrape tool for this purpose."
+const refusal = "You are trying to read benchmark answers (a Hugging Face dataset or Space, its API, dataset viewer or a mirror), please do not use any tool for this purpose."
 
 func TestRewriteRefusesBenchmarkURLs(t *testing.T) {
 	t.Parallel()
@@ -38,6 +38,12 @@ func TestRewriteRefusesBenchmarkURLs(t *testing.T) {
 		"huggingface.co/./datasets/x",
 		"huggingface.co//datasets/x",
 		"please open https://huggingface.co/models/../datasets/x and read it",
+		"https://huggingface.co/models'/../datasets/gaia-benchmark/GAIA",
+		"https://huggingface.co/models\u3000/../datasets/gaia-benchmark/GAIA",
+		"https://huggingface.co/api/datasets/gaia-benchmark/GAIA/parquet",
+		"https://datasets-server.huggingface.co/rows?dataset=gaia-benchmark%2FGAIA",
+		"https://gaia-benchmark-leaderboard.hf.space/",
+		"https://hf-mirror.com/datasets/gaia-benchmark/GAIA",
 	} {
 		res := callTool(t, cs, "web__scrape_website", map[string]any{"url": u})
 		if !res.IsError || resultText(res) != refusal {
@@ -47,7 +53,14 @@ func TestRewriteRefusesBenchmarkURLs(t *testing.T) {
 	if got := resultText(callTool(t, cs, "web__scrape_calls", nil)); got != "0" {
 		t.Fatalf("the fixture saw %s scrapes of refused URLs", got)
 	}
-	p.logs.waitFor(t, regexp.MustCompile(`msg="rewrite rule applied" rule=no-benchmark-answers action=refused tool=web__scrape_website session=stdio`))
+	p.logs.waitFor(t, regexp.MustCompile(`msg="rewrite rule applied" rule=benchmark-answers action=refused tool=web__scrape_website session=stdio`))
+
+	// The pack removes such links from every tool's results.
+	res := callTool(t, cs, "web__search", map[string]any{"q": "gaia"})
+	const redacted = "[Rewrite rule 'benchmark-answers' removed 1 link(s) to blocked pages from this result] Results for gaia:\n1. [link removed]\n2. https://example.com/gaia-paper"
+	if res.IsError || resultText(res) != redacted {
+		t.Errorf("search result:\n%s\nwant:\n%s", resultText(res), redacted)
+	}
 
 	for _, u := range []string{"https://huggingface.co/models/x", "https://example.com/datasets/x"} {
 		if res := callTool(t, cs, "web__scrape_website", map[string]any{"url": u}); res.IsError || resultText(res) != "scraped "+u {

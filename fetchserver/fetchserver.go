@@ -200,8 +200,13 @@ func (t *tool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		"type", resp.mediaType, "bytes", len(resp.text), "cut", resp.cut, "duration", time.Since(start).Round(time.Millisecond))
 
 	content := resp.text
+	var input string // the part converted, when it was cut
 	if resp.kind == kindHTML && !a.Raw {
-		page, err := t.md.convert(ctx, resp.text, resp.url)
+		converted, cut := conversionInput(resp.text)
+		if cut {
+			input = converted
+		}
+		page, err := t.md.convertWithin(ctx, t.fetcher.timeout, converted, resp.url)
 		if err != nil {
 			return errorResult("Fetched %s but could not convert it: %v. Call again with raw=true for the HTML as it is.", resp.url, err), nil
 		}
@@ -219,6 +224,9 @@ func (t *tool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	text, err := window(content, a.StartIndex, a.MaxLength)
 	if err != nil {
 		return errorResult("%v. Call with a smaller start_index (0 for the beginning).", err), nil
+	}
+	if input != "" {
+		text += fmt.Sprintf("\n\n<conversion cut: only the first %d bytes of the page were converted (the bound is %s or %d elements); raw=true returns the HTML as it is>", len(input), formatBytes(int64(maxConvertBytes)), maxConvertElements)
 	}
 	if resp.cut {
 		text += fmt.Sprintf("\n\n<response cut at %s: the page is longer than the size limit, and the rest was not read>", formatBytes(t.fetcher.maxBytes))

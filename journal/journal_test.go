@@ -187,8 +187,8 @@ func TestRotation(t *testing.T) {
 			t.Errorf("%s begins with %+v", p, l[0])
 		}
 	}
-	files, err := Files(dir)
-	if err != nil || len(files) != 2 || files[0] != old || files[1] != cur {
+	files, skipped, err := Files(dir)
+	if err != nil || len(skipped) != 0 || len(files) != 2 || files[0] != old || files[1] != cur {
 		t.Errorf("Files = %v, %v", files, err)
 	}
 }
@@ -263,6 +263,34 @@ func TestSecretsAreMasked(t *testing.T) {
 	}
 }
 
+// TestEscapedSecretsAreMasked: a secret a JSON encoder wrote with
+// escapes (\u00e4 for a non-ASCII character, \/ for a slash, a surrogate
+// pair) is masked as a decoder reads it (issue 27, item 8).
+func TestEscapedSecretsAreMasked(t *testing.T) {
+	m := &logs.Masker{}
+	m.Add("pässwört-1", "tok/en/42", "key-😀-9")
+	for _, raw := range []string{
+		`{"a":"p\u00e4ssw\u00f6rt-1"}`,
+		`{"a":"x tok\/en\/42 y"}`,
+		`{"a":"\u006b\u0065\u0079-\ud83d\ude00-9"}`,
+		`["tok\u002fen/42"]`,
+		`{"p\u00e4ssw\u00f6rt-1":1}`,
+	} {
+		got := maskJSON(m, json.RawMessage(raw))
+		var v any
+		if err := json.Unmarshal(got, &v); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		if dec := fmt.Sprint(v); strings.Contains(dec, "pässwört") || strings.Contains(dec, "tok/en") || strings.Contains(dec, "😀") {
+			t.Errorf("maskJSON(%s) = %s: the secret decodes", raw, got)
+		}
+	}
+	// Escapes without a secret: the value comes back as it was.
+	if raw := `{"a":"line\nnext \u00e4 \/"}`; string(maskJSON(m, json.RawMessage(raw))) != raw {
+		t.Errorf("changed %s", raw)
+	}
+}
+
 // The catalog goes first into a task's file, once per profile, and again
 // when it changes.
 func TestCatalogLines(t *testing.T) {
@@ -291,22 +319,42 @@ func TestFileStem(t *testing.T) {
 	for task, want := range map[string]string{
 		"":           DefaultTask,
 		"gaia-17.v2": "gaia-17.v2",
-		"a/b":        "a_b-",
+		"a/b":        "a_b~",
 		"a_b":        "a_b",
-		"..":         "_.-",
-		"_default":   "_default-",
-		"tâche 1":    "t_che_1-",
+		"..":         "_.~",
+		"_default":   "_default~",
+		"tâche 1":    "t_che_1~",
 	} {
 		got := FileStem(task)
-		if got != want && !(strings.HasSuffix(want, "-") && strings.HasPrefix(got, want) && len(got) == len(want)+8) {
+		if got != want && !(strings.HasSuffix(want, "~") && strings.HasPrefix(got, want) && len(got) == len(want)+24) {
 			t.Errorf("FileStem(%q) = %q, want %q", task, got, want)
 		}
 	}
 	if FileStem("a/b") == FileStem("a?b") {
 		t.Error("two tasks share a file")
 	}
-	if long := FileStem(strings.Repeat("x", 300)); len(long) > 120 {
+	if long := FileStem(strings.Repeat("x", 300)); len(long) > 128 {
 		t.Errorf("long task: %d bytes", len(long))
+	}
+}
+
+// TestFileStemIsInjective: no literal id takes the file of an altered
+// one, and ids that share their first 100 characters keep their own
+// files (issue 27, item 11).
+func TestFileStemIsInjective(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	ids := []string{
+		"a/b", "a_b", "a?b", "a_b-c14cddc0", "a_b-" + FileStem("a/b")[4:], FileStem("a/b"), FileStem(FileStem("a/b")),
+		long, long + "y", long[:128], long[:129], FileStem(long), FileStem(long + "y"),
+		strings.Repeat("a", 127) + "é", strings.Repeat("a", 127) + "è", "_default", "", ".", "_.",
+	}
+	seen := map[string]string{}
+	for _, id := range ids {
+		stem := FileStem(id)
+		if other, dup := seen[stem]; dup {
+			t.Errorf("%q and %q share the file %s", id, other, stem)
+		}
+		seen[stem] = id
 	}
 }
 

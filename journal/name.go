@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"unicode/utf8"
 )
 
 // DefaultTask is the file stem of calls that name no task.
@@ -12,11 +13,28 @@ const DefaultTask = "_default"
 // Ext is the extension of journal files; a rotated file adds ".1".
 const Ext = ".jsonl"
 
+// AlteredMark separates what is kept of an altered name (a file stem, a
+// task id) from the hash of the whole original: a task's file is
+// "a_b~<hash>.jsonl" for "a/b". A literal id never yields it: a task id
+// with "~" is not used as a file stem as it is.
+const AlteredMark = "~"
+
+// hashHex is the length of the hash of an altered name, in hex digits:
+// 96 bits, so that no one finds two ids with one file by trying.
+const hashHex = 24
+
+// AlteredSuffix returns AlteredMark and the hash of the whole of s.
+func AlteredSuffix(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return AlteredMark + hex.EncodeToString(sum[:])[:hashHex]
+}
+
 // FileStem is the file name (without Ext) of a task's journal: the task
 // id itself when it is made of letters, digits, '.', '_' and '-' only,
-// does not start with '.' or '_' and is short; otherwise those characters
-// with every other one as '_', and a short hash of the id, so that two ids
-// never share a file.
+// does not start with '.' or '_' and is at most 128 bytes; otherwise its
+// first 100 such characters (others as '_') and AlteredSuffix of the
+// whole id. The mapping is one to one: an id used as it is has no "~", an
+// altered one ends in the hash of the whole id.
 func FileStem(task string) string {
 	if task == "" {
 		return DefaultTask
@@ -31,12 +49,24 @@ func FileStem(task string) string {
 	if safe == task && len(task) <= 128 && task[0] != '.' && task[0] != '_' {
 		return task
 	}
+	// safe is ASCII (every other rune became one '_'): any cut is whole.
 	if len(safe) > 100 {
 		safe = safe[:100]
 	}
 	if safe[0] == '.' {
 		safe = "_" + safe[1:]
 	}
-	sum := sha256.Sum256([]byte(task))
-	return safe + "-" + hex.EncodeToString(sum[:4])
+	return safe + AlteredSuffix(task)
+}
+
+// CutUTF8 returns the longest prefix of s of at most n bytes that does
+// not end inside a UTF-8 sequence.
+func CutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

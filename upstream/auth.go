@@ -94,13 +94,19 @@ func (s *Server) loginLost(c *conn, err error) {
 // authTransport authorizes the requests of a legacy SSE server with the
 // server's OAuth handler, as the Streamable HTTP transport does by itself:
 // the token on every request, and on a 401 (or a 403 asking for more
-// scope) the handler's Authorize and one retry.
+// scope) the handler's Authorize and one retry. A request to another
+// origin than the server's URL (a redirect) gets neither: its token is
+// only ever sent to that URL.
 type authTransport struct {
-	base http.RoundTripper
-	h    oauth.Handler
+	base   http.RoundTripper
+	h      oauth.Handler
+	origin string // of the server's URL
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if origin(req.URL) != t.origin {
+		return t.base.RoundTrip(req) // credentialTransport takes the rest off
+	}
 	send := func() (*http.Request, *http.Response, error) {
 		r := req.Clone(req.Context())
 		if req.GetBody != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -78,6 +80,9 @@ type conn struct {
 	closed     bool
 	lastUse    time.Time
 	idle       *time.Timer // per-client connections only
+	// unresponsive is set when the server stopped answering pings while
+	// calls waited (liveness.go).
+	unresponsive *UnresponsiveError
 }
 
 // dial connects to the server described by srv.cfg, under the connect
@@ -172,20 +177,25 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 	if err != nil {
 		return nil, err
 	}
-	base := http.RoundTripper(&headerTransport{base: http.DefaultTransport, headers: srv.cfg.Headers})
+	cred := newCredentialTransport(http.DefaultTransport, srv.cfg.URL, srv.cfg.Headers)
+	base := http.RoundTripper(cred)
 	var take func([]byte) bool
 	if caps := c.features.tasksCapability(); caps != nil {
 		// Tasks the server asks its client to run (servertasks.go).
 		base = &declareTasksBodies{base: base, caps: caps}
 		take = c.takeServerMessage
 	}
-	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate, status: c.taskStatusMessage, take: take}}}
+	limit := srv.maxResultBytes()
+	// The go-sdk's own bound of an event (16 MiB) must not end the
+	// connection before rawBodies refuses the answer.
+	maxEvent := max(mcp.DefaultMaxEventSize, int(limit)+2*eventSlack)
+	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate, status: c.taskStatusMessage, take: take}, server: srv.cfg.Name, limit: limit}}
 	sse := func() (*mcp.ClientSession, error) {
 		sc := hc
 		if h != nil {
-			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h}, gate: c.gate, status: c.taskStatusMessage, take: take}}}
+			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h, origin: cred.origin}, gate: c.gate, status: c.taskStatusMessage, take: take}, server: srv.cfg.Name, limit: limit}}
 		}
-		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: sc}, nil), opts)
+		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: sc, MaxEventSize: maxEvent}, nil), opts)
 	}
 	if srv.cfg.Type == config.TransportSSE || srv.useSSE.Load() {
 		cs, err := sse()
@@ -194,7 +204,7 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		}
 		return cs, nil
 	}
-	t := &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2}
+	t := &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2, MaxEventSize: maxEvent}
 	if h != nil {
 		t.OAuthHandler = h
 	}
@@ -217,20 +227,61 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 	return cs, nil
 }
 
-// headerTransport adds the configured headers to every request.
-type headerTransport struct {
+// credentialTransport keeps a server's credentials on its origin: the
+// configured headers go on every request to the configured URL's origin
+// (scheme, host and port), and on none to another. A redirect to another
+// origin is followed without them: the configured headers, an
+// Authorization (the OAuth token, which the go-sdk sets itself and Go
+// keeps on a redirect to the same host name on another port) and a
+// Cookie are removed. A request mcpmux did not get by a redirect to
+// another origin, the endpoint a legacy SSE server names, is refused.
+type credentialTransport struct {
 	base    http.RoundTripper
+	origin  string // of the configured URL
 	headers map[string]string
 }
 
-func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
-		req = req.Clone(req.Context())
-		for k, v := range t.headers {
-			req.Header.Set(k, v)
+func newCredentialTransport(base http.RoundTripper, endpoint string, headers map[string]string) *credentialTransport {
+	u, _ := url.Parse(endpoint)
+	return &credentialTransport{base: base, origin: origin(u), headers: headers}
+}
+
+func (t *credentialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if origin(req.URL) == t.origin {
+		if len(t.headers) > 0 {
+			req = req.Clone(req.Context())
+			for k, v := range t.headers {
+				req.Header.Set(k, v)
+			}
 		}
+		return t.base.RoundTrip(req)
 	}
+	if req.Response == nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, fmt.Errorf("refusing to send a request to %s: the server named an address on another origin than its URL (%s)", origin(req.URL), t.origin)
+	}
+	req = req.Clone(req.Context())
+	for k := range t.headers {
+		req.Header.Del(k)
+	}
+	req.Header.Del("Authorization")
+	req.Header.Del("Cookie")
 	return t.base.RoundTrip(req)
+}
+
+// origin is u's scheme, host and port, the port spelled out.
+func origin(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // childStderr is the read end of a child's stderr pipe, logged line by

@@ -31,7 +31,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 			case <-wait:
 				continue
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, &DialEndedError{Cause: ctx.Err()}
 			}
 		}
 		if max := s.cfg.MaxClients; max > 0 && len(s.clients)+len(s.dialing) >= max {
@@ -42,7 +42,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 		s.dialing[id] = wait
 		s.mu.Unlock()
 
-		c, err := s.dial(s.ctx, task, f)
+		c, err := s.dialFor(ctx, task, f)
 		if err == nil {
 			s.applyLogLevel(ctx, c)
 		}
@@ -77,6 +77,40 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 		return c, nil
 	}
 }
+
+// dialFor opens a per-client connection for a call: the attempt ends
+// when the call does (its timeout, its client gone), not only at the
+// connect timeout, which may be far longer; the connection, once open,
+// lives on the server's context.
+func (s *Server) dialFor(call context.Context, task string, f ClientFeatures) (*conn, error) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	stop := context.AfterFunc(call, cancel)
+	c, err := s.dial(ctx, task, f)
+	if !stop() {
+		if c != nil {
+			c.close()
+		}
+		cancel()
+		return nil, &DialEndedError{Cause: call.Err()}
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	dialCancel := c.cancel
+	c.cancel = func() { dialCancel(); cancel() }
+	return c, nil
+}
+
+// DialEndedError is a call whose context ended while its per-client
+// connection was being opened: the server had not finished initialize,
+// and the call was never sent.
+type DialEndedError struct{ Cause error }
+
+func (e *DialEndedError) Error() string {
+	return "the server had not answered initialize for this client's connection; the call was not sent"
+}
+func (e *DialEndedError) Unwrap() error { return e.Cause }
 
 // closeIdle closes a per-client connection that has not been used for the
 // idle timeout.

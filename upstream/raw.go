@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
 )
 
 // Raw requests.
@@ -49,13 +51,20 @@ var rawIDs atomic.Uint64
 // rawCalls are the raw requests of one connection waiting for their answer.
 type rawCalls struct {
 	mu      sync.Mutex
-	pending map[string]chan *jsonrpc.Response
+	pending map[string]chan rawAnswer
 	err     error         // why the connection ended
 	done    chan struct{} // closed when it ended
 }
 
 func newRawCalls() *rawCalls {
-	return &rawCalls{pending: map[string]chan *jsonrpc.Response{}, done: make(chan struct{})}
+	return &rawCalls{pending: map[string]chan rawAnswer{}, done: make(chan struct{})}
+}
+
+// rawAnswer is what a raw request gets: the server's response, or why
+// mcpmux did not read it.
+type rawAnswer struct {
+	resp *jsonrpc.Response
+	err  error
 }
 
 // deliver hands resp to the raw request it answers, and reports whether it
@@ -65,14 +74,19 @@ func (r *rawCalls) deliver(resp *jsonrpc.Response) bool {
 	if !ok || !strings.HasPrefix(id, rawIDPrefix) {
 		return false
 	}
+	r.answer(id, rawAnswer{resp: resp})
+	return true
+}
+
+// answer hands a to the raw request id, if it still waits.
+func (r *rawCalls) answer(id string, a rawAnswer) {
 	r.mu.Lock()
 	ch := r.pending[id]
 	delete(r.pending, id)
 	r.mu.Unlock()
 	if ch != nil {
-		ch <- resp // buffered
+		ch <- a // buffered
 	}
-	return true
 }
 
 // end fails the waiting requests with err, what ended the connection (a
@@ -97,7 +111,7 @@ func (r *rawCalls) end(err error) {
 func (r *rawCalls) call(ctx context.Context, write func(context.Context, jsonrpc.Message) error, method string, params json.RawMessage) (json.RawMessage, error) {
 	id := rawIDPrefix + strconv.FormatUint(rawIDs.Add(1), 10)
 	jid, _ := jsonrpc.MakeID(id)
-	ch := make(chan *jsonrpc.Response, 1)
+	ch := make(chan rawAnswer, 1)
 	r.mu.Lock()
 	if r.err != nil {
 		err := r.err
@@ -122,7 +136,7 @@ func (r *rawCalls) call(ctx context.Context, write func(context.Context, jsonrpc
 		}()
 		return ctx.Err()
 	}
-	if err := write(withRawRequest(ctx, r), &jsonrpc.Request{ID: jid, Method: method, Params: params}); err != nil {
+	if err := write(withRawRequest(ctx, r, id), &jsonrpc.Request{ID: jid, Method: method, Params: params}); err != nil {
 		forget()
 		if ctx.Err() != nil {
 			// Over Streamable HTTP, writing waits for the response's
@@ -133,11 +147,14 @@ func (r *rawCalls) call(ctx context.Context, write func(context.Context, jsonrpc
 		return nil, &notSentError{method: method, err: err}
 	}
 	select {
-	case resp := <-ch:
-		if resp.Error != nil {
-			return nil, resp.Error
+	case a := <-ch:
+		if a.err != nil {
+			return nil, a.err
 		}
-		return resp.Result, nil
+		if a.resp.Error != nil {
+			return nil, a.resp.Error
+		}
+		return a.resp.Result, nil
 	case <-r.done:
 		// What ended the connection, as the SDK gives its own requests.
 		forget()
@@ -265,33 +282,65 @@ const cancelNotifyTimeout = 5 * time.Second
 
 type rawRequestKey struct{}
 
+// rawRequest is the raw request an HTTP request carries.
+type rawRequest struct {
+	calls *rawCalls
+	id    string
+}
+
 // withRawRequest marks the context of a raw request, so that rawBodies
 // reads its answer from the HTTP response.
-func withRawRequest(ctx context.Context, r *rawCalls) context.Context {
-	return context.WithValue(ctx, rawRequestKey{}, r)
+func withRawRequest(ctx context.Context, r *rawCalls, id string) context.Context {
+	return context.WithValue(ctx, rawRequestKey{}, rawRequest{r, id})
+}
+
+// TooLargeError is an answer bigger than max_result_bytes, which mcpmux
+// stopped reading: the call fails, the connection goes on.
+type TooLargeError struct {
+	Server string
+	Limit  int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the server's answer exceeds max_result_bytes = %v, so mcpmux stopped reading it", config.Size(e.Limit))
 }
 
 // rawBodies reads the answers of raw requests from the HTTP responses of
 // their POSTs (and of GETs resuming their streams), which the go-sdk reads
-// too: it drops answers whose ids it does not know.
+// too: it drops answers whose ids it does not know. No more than limit
+// bytes of one message are read (a JSON body, an event): a bigger answer
+// fails its call with a TooLargeError, and the go-sdk is handed an error
+// answer of that id in its place (which it drops), so that neither holds
+// more than the bound and the connection goes on.
 type rawBodies struct {
-	base http.RoundTripper
+	base   http.RoundTripper
+	server string
+	limit  int64
 }
 
 func (t *rawBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
-	r, _ := req.Context().Value(rawRequestKey{}).(*rawCalls)
-	if err != nil || r == nil || resp.StatusCode/100 != 2 {
+	r, ok := req.Context().Value(rawRequestKey{}).(rawRequest)
+	if err != nil || !ok || resp.StatusCode/100 != 2 {
 		return resp, err
+	}
+	tooLarge := func() []byte {
+		r.calls.answer(r.id, rawAnswer{err: &TooLargeError{Server: t.server, Limit: t.limit}})
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": r.id, "error": map[string]any{"code": -32603, "message": "answer too large"}})
+		return b
 	}
 	switch baseMediaType(resp.Header.Get("Content-Type")) {
 	case "text/event-stream":
-		resp.Body = &rawEvents{ReadCloser: resp.Body, raw: r}
+		resp.Body = &rawEvents{ReadCloser: resp.Body, raw: r.calls, limit: t.limit, tooLarge: tooLarge}
 	case "application/json":
-		resp.Body = &rawJSON{ReadCloser: resp.Body, raw: r}
+		resp.Body = readJSON(resp.Body, r.calls, t.limit, tooLarge)
 	}
 	return resp, err
 }
+
+// eventSlack is what an event may hold besides its data (id, event and
+// retry lines) within the bound.
+const eventSlack = 4 << 10
 
 func baseMediaType(v string) string {
 	v, _, _ = strings.Cut(v, ";")
@@ -320,48 +369,93 @@ func (r *rawCalls) deliverData(data []byte) {
 	}
 }
 
-// rawJSON reads an application/json answer to a raw request.
-type rawJSON struct {
-	io.ReadCloser
-	raw  *rawCalls
-	body bytes.Buffer
+// readJSON reads an application/json answer to a raw request, up to limit
+// bytes, delivers it, and returns what the go-sdk reads in its place: the
+// same bytes, or tooLarge's for an answer over the limit.
+func readJSON(body io.ReadCloser, raw *rawCalls, limit int64, tooLarge func() []byte) io.ReadCloser {
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	switch {
+	case err != nil:
+		// As the go-sdk would have read it: the bytes, then the error.
+		return readCloser{io.MultiReader(bytes.NewReader(data), errReader{err}), body}
+	case int64(len(data)) > limit:
+		body.Close()
+		return readCloser{bytes.NewReader(tooLarge()), body}
+	}
+	raw.deliverData(data)
+	return readCloser{bytes.NewReader(data), body}
 }
 
-func (b *rawJSON) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.body.Write(p[:n])
-	if err == io.EOF {
-		b.raw.deliverData(b.body.Bytes())
-	}
-	return n, err
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // rawEvents reads the events of an event stream that carries the answer to
-// a raw request: an event's data lines, joined, are a message.
+// a raw request: an event's data lines, joined, are a message. The go-sdk
+// is handed each event once it is complete, so that an event over the
+// bound is never buffered whole by either: it fails the call, and the
+// go-sdk reads an error answer of the call's id and the end of the stream.
 type rawEvents struct {
 	io.ReadCloser
-	raw  *rawCalls
-	line []byte // the current line so far
-	data []byte // the current event's data
+	raw      *rawCalls
+	limit    int64
+	tooLarge func() []byte
+	line     []byte // the current line so far
+	event    []byte // the current event's lines, as received
+	data     []byte // the current event's data
+	out      []byte // complete events not yet read by the go-sdk
+	in       [32 << 10]byte
+	err      error // what ends the stream, once out is read
 }
 
 func (b *rawEvents) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	for rest := p[:n]; len(rest) > 0; {
+	for len(b.out) == 0 && b.err == nil {
+		n, err := b.ReadCloser.Read(b.in[:])
+		b.parse(b.in[:n])
+		if err != nil && b.err == nil {
+			b.err = err
+		}
+	}
+	if len(b.out) > 0 {
+		n := copy(p, b.out)
+		b.out = b.out[n:]
+		return n, nil
+	}
+	return 0, b.err
+}
+
+func (b *rawEvents) parse(chunk []byte) {
+	for rest := chunk; len(rest) > 0 && b.err == nil; {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			b.line = append(b.line, rest...)
-			break
+			rest = nil
+		} else {
+			b.line = append(b.line, rest[:i+1]...)
+			rest = rest[i+1:]
 		}
-		b.line = append(b.line, rest[:i]...)
-		rest = rest[i+1:]
-		line := bytes.TrimSuffix(b.line, []byte("\r"))
+		if int64(len(b.event)+len(b.line)) > b.limit+eventSlack {
+			b.overflow()
+			return
+		}
+		if i < 0 {
+			return
+		}
+		b.event = append(b.event, b.line...)
+		line := bytes.TrimSuffix(bytes.TrimSuffix(b.line, []byte("\n")), []byte("\r"))
+		b.line = b.line[:0]
 		switch {
 		case len(line) == 0: // end of the event
 			if len(b.data) > 0 {
 				b.raw.deliverData(b.data)
 			}
-			b.data = b.data[:0]
+			b.out = append(b.out, b.event...)
+			b.event, b.data = b.event[:0], b.data[:0]
 		case bytes.HasPrefix(line, []byte("data:")):
 			v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
 			if len(b.data) > 0 {
@@ -369,9 +463,18 @@ func (b *rawEvents) Read(p []byte) (int, error) {
 			}
 			b.data = append(b.data, v...)
 		}
-		b.line = b.line[:0]
 	}
-	return n, err
+}
+
+// overflow ends the stream at an event over the bound: the call fails,
+// the rest is not read, and the go-sdk gets the error answer.
+func (b *rawEvents) overflow() {
+	b.ReadCloser.Close()
+	b.out = append(b.out, "\ndata: "...)
+	b.out = append(b.out, b.tooLarge()...)
+	b.out = append(b.out, "\n\n"...)
+	b.line, b.event, b.data = nil, nil, nil
+	b.err = io.EOF
 }
 
 // notSentError is a raw request that could not be written: over HTTP, its

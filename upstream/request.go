@@ -223,6 +223,10 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 	if lost := lostCause(cctx); lost != nil {
 		return lost
 	}
+	var unresponsive *UnresponsiveError
+	if errors.As(context.Cause(cctx), &unresponsive) {
+		return &LostError{Server: s.cfg.Name, Err: unresponsive}
+	}
 	if nl := asNeedsLogin(err); nl != nil {
 		s.loginLost(c, nl)
 		return &UnavailableError{Server: s.cfg.Name, Err: nl}
@@ -247,6 +251,10 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 		// that in its own JSON-RPC "rejected" error, which is not the
 		// server's answer): nothing ran, so it may be sent again.
 		return &LostError{Server: s.cfg.Name, Err: errNotDelivered}
+	}
+	var tooLarge *TooLargeError
+	if errors.As(err, &tooLarge) {
+		return tooLarge // the connection goes on
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {

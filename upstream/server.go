@@ -68,6 +68,14 @@ type Options struct {
 	// server whose tokens are missing, expired beyond refresh or revoked
 	// is StateNeedsLogin until tokens are stored.
 	Authorize func(ctx context.Context, server, authURL string) error
+	// MaxResultBytes, if set, gives max_result_bytes, read at each
+	// connection: no message bigger is read from a url: server (see
+	// rawBodies). Nil means config.DefaultMaxResultBytes.
+	MaxResultBytes func() config.Size
+	// Liveness is how often a server with calls waiting is pinged; four
+	// times it, how long a ping may go unanswered before the server is
+	// unresponsive (see liveness.go). Zero means DefaultLiveness.
+	Liveness time.Duration
 }
 
 // GroupTracker learns the process groups of the children while they run.
@@ -243,6 +251,16 @@ func (s *Server) resumeTimeout() time.Duration {
 		return s.cfg.ResumeTimeout
 	}
 	return config.DefaultResumeTimeout
+}
+
+// maxResultBytes is the bound of a message read from a url: server.
+func (s *Server) maxResultBytes() int64 {
+	if f := s.opts.MaxResultBytes; f != nil {
+		if n := f(); n > 0 {
+			return int64(n)
+		}
+	}
+	return int64(config.DefaultMaxResultBytes)
 }
 
 func (s *Server) connectTimeout() time.Duration {

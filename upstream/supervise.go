@@ -86,6 +86,7 @@ func (s *Server) supervise() {
 		s.log.Info("server connected", "tools", len(features.Tools), "prompts", len(features.Prompts), "resources", len(features.Resources)+len(features.Templates), "pid", c.pid, "startup", time.Since(c.started).Round(time.Millisecond))
 		finishFirst()
 		go s.refreshLoop(c)
+		go c.watchLiveness(s.liveness())
 
 		var lost error
 		select {
@@ -94,6 +95,9 @@ func (s *Server) supervise() {
 		case <-s.ctx.Done():
 			return // Stop drains and closes c
 		}
+		c.mu.Lock()
+		unresponsive := c.unresponsive
+		c.mu.Unlock()
 		s.mu.Lock()
 		if s.cur == c {
 			s.cur = nil
@@ -110,6 +114,9 @@ func (s *Server) supervise() {
 		}
 		s.restarts++
 		reason := connLostError(lost)
+		if unresponsive != nil {
+			reason = unresponsive
+		}
 		s.setState(StateRestarting, reason)
 		s.mu.Unlock()
 		c.close()

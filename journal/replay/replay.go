@@ -48,6 +48,7 @@ type Replay struct {
 	catalog []journal.Server
 	lines   int
 	skipped int
+	files   []error // files of the journal that are not read (not regular)
 }
 
 // key identifies a call: its task, tool and canonical arguments.
@@ -96,6 +97,10 @@ func (r *Replay) Err() error { return r.err }
 // (not JSON, or a call whose arguments are not), and distinct calls.
 func (r *Replay) Stats() (lines, skipped, calls int) { return r.lines, r.skipped, len(r.calls) }
 
+// SkippedFiles are the files of the journal directory that were not read,
+// each an error saying why (a named pipe, a device: see journal.Files).
+func (r *Replay) SkippedFiles() []error { return r.files }
+
 // Catalog returns the servers and tools the journal's catalogs recorded,
 // merged across sessions, tasks and profiles (servers by name; a server's
 // tools as its latest catalog lists them, then those only older ones
@@ -103,10 +108,11 @@ func (r *Replay) Stats() (lines, skipped, calls int) { return r.lines, r.skipped
 func (r *Replay) Catalog() []journal.Server { return r.catalog }
 
 func (r *Replay) load() error {
-	files, err := journal.Files(r.dir)
+	files, skippedFiles, err := journal.Files(r.dir)
 	if err != nil {
 		return err
 	}
+	r.files = skippedFiles
 	type catalogAt struct {
 		time time.Time
 		seq  int

@@ -29,6 +29,8 @@ type Report struct {
 	Tasks []*Task `json:"tasks"`
 	// Unreadable counts lines that are not JSON (a file edited by hand).
 	Unreadable int `json:"unreadable_lines"`
+	// SkippedFiles are files not read, and why (not regular files).
+	SkippedFiles []string `json:"skipped_files,omitempty"`
 }
 
 // Task sums up the calls of one task.
@@ -67,11 +69,14 @@ type Call struct {
 
 // Read summarises the journal in dir.
 func Read(dir string) (*Report, error) {
-	files, err := journal.Files(dir)
+	files, skipped, err := journal.Files(dir)
 	if err != nil {
 		return nil, err
 	}
 	r := &Report{Dir: dir}
+	for _, e := range skipped {
+		r.SkippedFiles = append(r.SkippedFiles, e.Error())
+	}
 	byTask := map[string]*Task{}
 	task := func(name string) *Task {
 		t := byTask[name]

@@ -72,7 +72,8 @@ func TestSummary(t *testing.T) {
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"task gaia-1: 7 calls, 3 errors, 1 refused, 1 fallbacks, 1 corrected, 1 timeouts, 1 replayed", "code__run    2      2       30.1s  30s", "task gaia/2: 2 calls", "2 lines could not be read"} {
+	for _, want := range []string{"task gaia-1: 7 calls, 3 errors, 1 refused, 1 fallbacks, 1 corrected, 1 timeouts, 1 replayed", "code__run    2      2       30.1s  30s", "task gaia/2: 2 calls", "2 lines could not be read",
+		"  refused by no-benchmark-answers: web__scrape {"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}

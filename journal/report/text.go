@@ -6,6 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // WriteText writes the summary for people: a paragraph per task, with a
@@ -28,9 +29,19 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, tool := range t.Tools {
 			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\n", tool.Tool, tool.Calls, tool.Errors, ms(tool.TotalMS), ms(tool.SlowestMS))
 		}
+		// The blocked attempts, each with its arguments: what an agent
+		// under evaluation tried to reach.
+		for _, c := range t.Lines {
+			if c.Action == "refused" {
+				fmt.Fprintf(tw, "  refused by %s: %s %s\n", c.Rule, c.Tool, cutText(string(c.Arguments), 200))
+			}
+		}
 	}
 	if r.Unreadable > 0 {
 		fmt.Fprintf(tw, "\n%d lines could not be read (not JSON)\n", r.Unreadable)
+	}
+	for _, f := range r.SkippedFiles {
+		fmt.Fprintf(tw, "\n%s\n", f)
 	}
 	return tw.Flush()
 }
@@ -67,4 +78,15 @@ func ms(v float64) string {
 		return d.Round(100 * time.Microsecond).String()
 	}
 	return d.Round(time.Millisecond).String()
+}
+
+// cutText cuts s to at most n bytes, at a character, marking the cut.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
