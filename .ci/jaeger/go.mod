@@ -1,7 +1,7 @@
-// The Jaeger all-in-one binary the tracing e2e test runs (e2e TestTracingJaeger),
+// The Jaeger all-in-one binary the tracing e2e test runs (e2e TestTracingIntoJaeger),
 // as a tool of its own module: its dependency graph stays out of the product's
 // go.mod and out of .ci/'s checks.
-module github.com/mcpmux/mcpmux/.ci/jaeger
+module github.com/mcpmux/mcpmux/ci/jaeger
 
 go 1.26.8
 
