@@ -22,6 +22,7 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/journal/replay"
 	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	// its own (server-to-client requests, list_changed, subscriptions).
 	// False keeps sessions.
 	Stateless bool
+	// Tracing holds the span exporter (package tracing), which the
+	// application replaces on reload; nil never traces.
+	Tracing *tracing.Switch
 }
 
 // Aggregator serves the merged catalog of a pool.
@@ -80,7 +84,8 @@ type Aggregator struct {
 
 	subs    subscriptions
 	metrics *metrics.Metrics
-	parked  *parkedCalls // calls of sessionless clients waiting for their input (mrtr.go)
+	parked  *parkedCalls    // calls of sessionless clients waiting for their input (mrtr.go)
+	tracing *tracing.Switch // spans of client requests (tracing.go); nil is off
 
 	journal    *journal.Journal // writes nothing unless the settings name a dir
 	frozen     *journal.Journal // the replayed journal, appended to with replay.miss: record
@@ -138,6 +143,7 @@ func New(opts *Options) *Aggregator {
 		subs:        subscriptions{n: map[string]int{}},
 		metrics:     opts.Metrics,
 		parked:      newParkedCalls(),
+		tracing:     opts.Tracing,
 	}
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)
@@ -277,7 +283,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 

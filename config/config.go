@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpmux/mcpmux/rewrite"
+	"github.com/mcpmux/mcpmux/tracing"
 )
 
 // Defaults used when a setting is absent.
@@ -339,6 +340,9 @@ type Settings struct {
 	Pin              *Pin   `koanf:"pin"`
 	ToolPinning      bool   `koanf:"tool_pinning"`
 	ToolPinningState string `koanf:"-"`
+	// Tracing exports OpenTelemetry spans of every request over OTLP; nil
+	// means off, unless OTEL_TRACES_EXPORTER=otlp (see package tracing).
+	Tracing *Tracing `koanf:"tracing"`
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
@@ -404,6 +408,9 @@ type (
 	Rule     = rewrite.Spec
 	Fallback = rewrite.FallbackSpec
 )
+
+// Tracing is the tracing key, as package tracing defines it.
+type Tracing = tracing.Config
 
 // DefaultSettings returns the settings used when mcpmux.yaml is absent.
 func DefaultSettings() *Settings {
@@ -509,6 +516,9 @@ func (s *Settings) Validate() error {
 	}
 	if err := s.validateRecording(); err != nil {
 		return err
+	}
+	if field, err := s.Tracing.Validate(); err != nil {
+		return fieldErr("tracing."+field, err)
 	}
 	return s.validateSecurity()
 }
