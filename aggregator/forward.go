@@ -75,7 +75,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 		c.rec.Failed(f.outcome, f.timeout(timeout))
 		a.log.Warn("tool call failed", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "error", err, "elapsed", elapsed)
 		res := decoded(a.maskResult(f.result(e, timeout, detail)))
-		res.rpc = passedOn(err)
+		res.rpc = passedOn(err, a.mask.Mask)
 		return res
 	}
 	res := &result{raw: raw}
