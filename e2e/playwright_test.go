@@ -41,7 +41,8 @@ func TestPlaywrightPerClientBrowsers(t *testing.T) {
 	cfg := npmServer(t, "playwright", "playwright-mcp",
 		"--headless", "--executable-path", chromiumPath, "--no-sandbox", "--isolated",
 		"--output-dir", out, "--config", launch) +
-		"env:\n  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: \"1\"\n"
+		"env:\n  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: \"1\"\n" +
+		"output_dir: " + out + "\n"
 	dir := writeConfig(t, map[string]string{"tool/playwright.yaml": cfg})
 	p := startHTTP(t, dir)
 
@@ -107,6 +108,11 @@ func TestPlaywrightPerClientBrowsers(t *testing.T) {
 	if !strings.Contains(resultText(res), "Page beta") {
 		t.Errorf("beta after alpha left: %q", resultText(res))
 	}
+
+	// The snapshot file the result links, on mcpmux's host, is a resource
+	// client beta can read (output_dir, docs/protocol.md).
+	res = callTool(t, clients[1].cs, "playwright__browser_snapshot", map[string]any{"filename": "beta.yml"})
+	t.Logf("snapshot result: %s", resultText(res))
 }
 
 func other(name string) string {
