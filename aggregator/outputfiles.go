@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -54,7 +55,9 @@ type outputFiles struct {
 // linkOutputFiles rewrites the links of res's text items that point into
 // the server's output_dir (cwd resolves relative ones) and appends a
 // resource_link item per file. Links elsewhere are left as they are.
-func (a *Aggregator) linkOutputFiles(ctx context.Context, ss *mcp.ServerSession, srv *config.Server, res *mcp.CallToolResult) *mcp.CallToolResult {
+// since is when the call began, less the granularity of coarse file
+// times: older files are not linked (see insideDir).
+func (a *Aggregator) linkOutputFiles(ctx context.Context, ss *mcp.ServerSession, srv *config.Server, res *mcp.CallToolResult, since time.Time) *mcp.CallToolResult {
 	if srv.OutputDir == "" || ss == nil || a.stateless {
 		return res
 	}
@@ -76,7 +79,7 @@ func (a *Aggregator) linkOutputFiles(ctx context.Context, ss *mcp.ServerSession,
 		}
 		text := markdownLink.ReplaceAllStringFunc(t.Text, func(m string) string {
 			sub := markdownLink.FindStringSubmatch(m)
-			file, ok := insideDir(dir, base, sub[2])
+			file, ok := insideDir(dir, base, sub[2], since)
 			if !ok {
 				return m
 			}
@@ -98,24 +101,45 @@ func (a *Aggregator) linkOutputFiles(ctx context.Context, ss *mcp.ServerSession,
 	return &out
 }
 
-// insideDir resolves target (a link's target, relative to base) and
-// reports the file it names if that is a regular file inside dir.
-func insideDir(dir, base, target string) (string, bool) {
+// insideDir resolves target (a link's target) and reports the file it
+// names if that is a regular file inside dir written since the call began.
+// A relative target is tried against base (the server's cwd), then — as
+// @playwright/mcp makes links relative to the client's first root, a path
+// that may exist only on the client's machine — with its leading ".."
+// dropped, against dir and each of its parents: "../../out/page-1.yml"
+// from anywhere names <parent>/out/page-1.yml. Only files written during
+// the call qualify, so that text a page controls (which a browser's result
+// may quote) cannot name another session's older files.
+func insideDir(dir, base, target string, since time.Time) (string, bool) {
 	if strings.Contains(target, "://") || strings.HasPrefix(target, "#") {
 		return "", false
 	}
-	target = strings.TrimPrefix(target, "file://")
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(base, target)
+	var candidates []string
+	if filepath.IsAbs(target) {
+		candidates = append(candidates, target)
+	} else {
+		candidates = append(candidates, filepath.Join(base, target))
+		rest := filepath.Clean(target)
+		for rest == ".." || strings.HasPrefix(rest, ".."+string(filepath.Separator)) {
+			rest = strings.TrimPrefix(strings.TrimPrefix(rest, ".."), string(filepath.Separator))
+		}
+		for a := dir; ; a = filepath.Dir(a) {
+			candidates = append(candidates, filepath.Join(a, rest))
+			if filepath.Dir(a) == a {
+				break
+			}
+		}
 	}
-	file, err := filepath.EvalSymlinks(target)
-	if err != nil || !within(dir, file) {
-		return "", false
+	for _, c := range candidates {
+		file, err := filepath.EvalSymlinks(c)
+		if err != nil || !within(dir, file) {
+			continue
+		}
+		if fi, err := os.Stat(file); err == nil && fi.Mode().IsRegular() && !fi.ModTime().Before(since) {
+			return file, true
+		}
 	}
-	if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
-		return "", false
-	}
-	return file, true
+	return "", false
 }
 
 func within(dir, file string) bool {

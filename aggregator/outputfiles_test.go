@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,16 +32,27 @@ func TestOutputFilesServedToTheCallingSession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(filepath.Join(out, "page-1.yml"), "- button \"OK\" [ref=e1]\n")
-	write(filepath.Join(out, "shot.png"), "\x89PNG\r\n\x1a\n\x00\x01")
-	write(filepath.Join(out, "big.yml"), strings.Repeat("x", 70*1024))
+	// An older file (another session's, say) is not linked, even if a
+	// page quotes its path.
+	write(filepath.Join(out, "old.yml"), "old")
+	if err := os.Chtimes(filepath.Join(out, "old.yml"), time.Now().Add(-time.Hour), time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	write(filepath.Join(root, "secret.txt"), "secret")
 	if err := os.Symlink(filepath.Join(root, "secret.txt"), filepath.Join(out, "evil.yml")); err != nil {
 		t.Fatal(err)
 	}
 	snapshot := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		write(filepath.Join(out, "page-1.yml"), "- button \"OK\" [ref=e1]\n")
+		write(filepath.Join(out, "shot.png"), "\x89PNG\r\n\x1a\n\x00\x01")
+		write(filepath.Join(out, "big.yml"), strings.Repeat("x", 70*1024))
+		write(filepath.Join(out, "page-2.yml"), "two")
+		write(filepath.Join(out, "page-3.yml"), "three")
+		// page-2 and page-3 are linked relative to a client's root that
+		// is not on this host, as @playwright/mcp does with roots.
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "### Page\n- [Snapshot](../out/page-1.yml)\n- [Shot](" + filepath.Join(out, "shot.png") + ")\n" +
-			"- [Big](../out/big.yml)\n- [Secret](../secret.txt)\n- [Evil](../out/evil.yml)\n- [Missing](../out/none.yml)\n- [Web](https://example.com/a.yml)"}}}, nil
+			"- [Big](../out/big.yml)\n- [Two](../../../../" + filepath.Base(root) + "/out/page-2.yml)\n- [Three](./page-3.yml)\n" +
+			"- [Secret](../secret.txt)\n- [Evil](../out/evil.yml)\n- [Missing](../out/none.yml)\n- [Old](../out/old.yml)\n- [Web](https://example.com/a.yml)"}}}, nil
 	}
 	h := newHarness(t, map[string]*mcp.Server{
 		"browser": fixtureServer("browser", map[string]mcp.ToolHandler{"snapshot": snapshot}),
@@ -53,10 +65,10 @@ func TestOutputFilesServedToTheCallingSession(t *testing.T) {
 	for _, m := range regexp.MustCompile(`\[(\w+)\]\((mcpmux://files/[0-9a-f]{32}/[^)]+)\)`).FindAllStringSubmatch(got, -1) {
 		uris[m[1]] = m[2]
 	}
-	if len(uris) != 3 || uris["Snapshot"] == "" || uris["Shot"] == "" || uris["Big"] == "" {
+	if len(uris) != 5 || uris["Snapshot"] == "" || uris["Shot"] == "" || uris["Big"] == "" || uris["Two"] == "" || uris["Three"] == "" {
 		t.Fatalf("links rewritten: %v; text:\n%s", uris, got)
 	}
-	for _, kept := range []string{"[Secret](../secret.txt)", "[Evil](../out/evil.yml)", "[Missing](../out/none.yml)", "[Web](https://example.com/a.yml)"} {
+	for _, kept := range []string{"[Secret](../secret.txt)", "[Evil](../out/evil.yml)", "[Missing](../out/none.yml)", "[Old](../out/old.yml)", "[Web](https://example.com/a.yml)"} {
 		if !strings.Contains(got, kept) {
 			t.Errorf("%s was changed; text:\n%s", kept, got)
 		}
@@ -70,7 +82,7 @@ func TestOutputFilesServedToTheCallingSession(t *testing.T) {
 			}
 		}
 	}
-	if len(links) != 3 {
+	if len(links) != 5 {
 		t.Errorf("resource_link items: %v", links)
 	}
 
@@ -78,6 +90,9 @@ func TestOutputFilesServedToTheCallingSession(t *testing.T) {
 	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uris["Snapshot"]})
 	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "- button \"OK\" [ref=e1]\n" || rr.Contents[0].MIMEType != "application/yaml" {
 		t.Fatalf("read of the snapshot: %+v, %v", rr, err)
+	}
+	if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uris["Two"]}); err != nil || rr.Contents[0].Text != "two" {
+		t.Errorf("read of a link relative to a foreign root: %+v, %v", rr, err)
 	}
 	rr, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uris["Shot"]})
 	if err != nil || string(rr.Contents[0].Blob) != "\x89PNG\r\n\x1a\n\x00\x01" || rr.Contents[0].MIMEType != "image/png" {
