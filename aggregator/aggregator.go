@@ -22,6 +22,7 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/journal/replay"
 	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	// its own (server-to-client requests, list_changed, subscriptions).
 	// False keeps sessions.
 	Stateless bool
+	// Tracing holds the span exporter (package tracing), which the
+	// application replaces on reload; nil never traces.
+	Tracing *tracing.Switch
 }
 
 // Aggregator serves the merged catalog of a pool.
@@ -81,8 +85,12 @@ type Aggregator struct {
 
 	subs    subscriptions
 	metrics *metrics.Metrics
+	parked  *parkedCalls    // calls of sessionless clients waiting for their input (mrtr.go)
+	tracing *tracing.Switch // spans of client requests (tracing.go); nil is off
 
 	journal    *journal.Journal // writes nothing unless the settings name a dir
+	frozen     *journal.Journal // the replayed journal, appended to with replay.miss: record
+	pins       pins             // pin and tool_pinning (pinning.go)
 	replay     atomic.Pointer[replay.Replay]
 	replayMu   sync.Mutex    // serializes applyRecording's replay part
 	replaySpec config.Replay // what replay was opened with; guarded by replayMu
@@ -99,6 +107,9 @@ type profile struct {
 	prompts    map[string]string
 	resources  map[string]string
 	templates  map[string]string
+	// lists orders a call's answer after the list_changed its server's
+	// changes made the SDK send (listnotes.go).
+	lists listNotes
 }
 
 // New returns an aggregator with an empty catalog; call Sync after the
@@ -132,11 +143,15 @@ func New(opts *Options) *Aggregator {
 		profiles:    map[string]*profile{},
 		subs:        subscriptions{n: map[string]int{}},
 		metrics:     opts.Metrics,
+		parked:      newParkedCalls(),
+		tracing:     opts.Tracing,
 	}
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)
 	}
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
+	a.pins.resync = a.Sync
+	a.frozen = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.applyRecording(settings)
 	a.current.Store(settings)
 	a.mu.Lock()
@@ -199,6 +214,7 @@ func (a *Aggregator) rebuildLocked() {
 	}
 	servers = append(servers, a.recordedServers(running)...)
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
+	a.catalog.drift = a.checkPins(a.catalog, a.settings)
 	// Servers added by a reload get the clients' log level too.
 	go a.pushLogLevel(context.Background(), a.lowestLevel())
 	for _, err := range a.catalog.Conflicts {
@@ -261,15 +277,14 @@ func (a *Aggregator) newProfile(name string) *profile {
 		SubscribeHandler:   a.subscribe(p),
 		UnsubscribeHandler: a.unsubscribe(p),
 		InitializedHandler: a.sessionInitialized(p),
-		// mcpmux is stateful (per-client connections, list_changed on the
-		// session, server-to-client requests), as the 2026-07-28 protocol
-		// is not: clients negotiate 2025-11-25 or older, on stdio as over
-		// HTTP.
-		SupportedProtocolVersions: statefulVersions(),
+		// Every version the SDK speaks: 2025-11-25 and older clients
+		// initialize a session; 2026-07-28 clients send each request on
+		// its own (over HTTP the front routes those to a stateless
+		// handler of this server: see package front).
 	})
-	p.server.AddSendingMiddleware(keepElicitAnswers)
+	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 
@@ -277,6 +292,12 @@ func (a *Aggregator) newProfile(name string) *profile {
 // New and changed tools are added before the view is published and removed
 // ones are removed after, so that a name in the view is always registered.
 func (a *Aggregator) applyView(p *profile, v *view) {
+	changed := false
+	defer func() {
+		if changed {
+			p.lists.changed()
+		}
+	}()
 	var removed []string
 	for name := range p.registered {
 		if _, ok := v.visible[name]; !ok {
@@ -293,28 +314,20 @@ func (a *Aggregator) applyView(p *profile, v *view) {
 			continue
 		}
 		p.registered[name] = e.hash
+		changed = true
 	}
-	a.registerFeatures(p, v)
+	if a.registerFeatures(p, v) {
+		changed = true
+	}
 	p.view.Store(v)
 	if len(removed) > 0 {
+		changed = true
 		slices.Sort(removed)
 		p.server.RemoveTools(removed...)
 		for _, name := range removed {
 			delete(p.registered, name)
 		}
 	}
-}
-
-// statefulVersions are the protocol versions before the sessionless
-// 2026-07-28.
-func statefulVersions() []string {
-	var out []string
-	for _, v := range mcp.SupportedProtocolVersions() {
-		if v < "2026-07-28" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // addTool registers a tool, turning the SDK's panics on definitions it

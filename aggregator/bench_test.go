@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -96,4 +97,34 @@ func BenchmarkSeparatorName(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCallOverHTTP is one tools/call of a go-sdk client over
+// Streamable HTTP through the front, by protocol: a 2025-11-25 session,
+// and 2026-07-28 requests, each served by a session of its own.
+func BenchmarkCallOverHTTP(b *testing.B) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		b.Run("protocol="+version, func(b *testing.B) {
+			h := newHarness(b, map[string]*mcp.Server{"s": fixtureServer("s", map[string]mcp.ToolHandler{"echo": echo("")})}, "", nil)
+			ts := httptest.NewServer(h.serveHTTP(nil))
+			defer ts.Close()
+			ctx := context.Background()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			if v := cs.InitializeResult().ProtocolVersion; v != version {
+				b.Fatalf("negotiated %q", v)
+			}
+			params := &mcp.CallToolParams{Name: "s__echo", Arguments: map[string]any{"text": "hi"}}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := cs.CallTool(ctx, params)
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+		})
+	}
 }

@@ -42,6 +42,9 @@ var errStateless = errors.New("mcpmux serves stateless HTTP (--stateless), where
 func (c *sessionCaller) ID() string { return c.id }
 
 func (c *sessionCaller) capabilities() *mcp.ClientCapabilities {
+	if caps, ok := c.ctx.Value(requestCapsKey{}).(*mcp.ClientCapabilities); ok {
+		return caps // a sessionless request's own
+	}
 	if p := c.ss.InitializeParams(); p != nil && p.Capabilities != nil {
 		return p.Capabilities
 	}
@@ -58,6 +61,12 @@ func (c *sessionCaller) reqCtx(ctx context.Context) context.Context {
 }
 
 func (c *sessionCaller) CreateMessage(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	if pc := parkedFrom(c.ctx); pc != nil {
+		if c.capabilities().Sampling == nil {
+			return nil, fmt.Errorf("the client does not support sampling")
+		}
+		return askFor[mcp.CreateMessageWithToolsResult](ctx, pc, "sampling/createMessage", p)
+	}
 	if c.stateless {
 		return nil, errStateless
 	}
@@ -72,6 +81,23 @@ func (c *sessionCaller) CreateMessage(ctx context.Context, p *mcp.CreateMessageW
 // schema's defaults, so that the server got fields the user never sent.
 // Checking the answer is the server's business, as it is directly.
 func (c *sessionCaller) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if pc := parkedFrom(c.ctx); pc != nil {
+		if c.capabilities().Elicitation == nil {
+			return nil, fmt.Errorf("the client does not support elicitation")
+		}
+		if p.Mode == "" {
+			// A 2025-11-25 server may leave the mode out; in an
+			// inputRequest it is required (form, unless a URL is asked
+			// for), as the SDK fills it in for a session's client.
+			q := *p
+			q.Mode = "form"
+			if q.URL != "" {
+				q.Mode = "url"
+			}
+			p = &q
+		}
+		return askFor[mcp.ElicitResult](ctx, pc, "elicitation/create", p)
+	}
 	if c.stateless {
 		return nil, errStateless
 	}
@@ -138,12 +164,15 @@ func (m *modelessElicit) MarshalJSON() ([]byte, error) {
 }
 
 func (c *sessionCaller) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
-	if c.stateless {
+	pc := parkedFrom(c.ctx)
+	if pc == nil && c.stateless {
 		return nil, errStateless
 	}
-	caps := c.capabilities()
-	if caps.RootsV2 == nil {
+	if c.capabilities().RootsV2 == nil {
 		return nil, fmt.Errorf("the client does not support roots")
+	}
+	if pc != nil {
+		return askFor[mcp.ListRootsResult](ctx, pc, "roots/list", p)
 	}
 	return c.ss.ListRoots(c.reqCtx(ctx), p)
 }
@@ -161,6 +190,14 @@ func (c *sessionCaller) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
 func (c *sessionCaller) TaskStatus(_ context.Context, params json.RawMessage) {
 	if !c.a.notifyClient(c.ss, "notifications/tasks/status", params) {
 		c.a.log.Debug("task status not sent: the client has no open stream", "session", c.id)
+	}
+}
+
+// ResourcesChanged tells the client that its own connection to a server
+// lists other resources (upstream.Server.ClientResources).
+func (c *sessionCaller) ResourcesChanged() {
+	if !c.a.notifyClient(c.ss, "notifications/resources/list_changed", nil) {
+		c.a.log.Debug("resources/list_changed not sent: the client has no open stream", "session", c.id)
 	}
 }
 

@@ -108,6 +108,9 @@ type Catalog struct {
 	prefixes map[string]string // prefix → server
 	// Conflicts lists tools that could not be exposed (a bare-name clash).
 	Conflicts []error
+	// drift are the tools changed since they were pinned or trusted
+	// (pinning.go), by exposed name; set once built.
+	drift map[string]*Drift
 
 	prompts   map[string]*Item[*mcp.Prompt]           // exposed name → prompt
 	resources map[string]*Item[*mcp.Resource]         // exposed URI → resource

@@ -26,8 +26,12 @@ type clientSession struct {
 	tasks     []*clientTask    // oldest first
 	perClient bool             // per-client connections may be open for it
 	exposed   exposedTools     // tools find_tools exposed to it (lazy.go)
-	onEnd     []func()
-	ended     bool
+	// initialized: the client sent notifications/initialized; until then
+	// it is sent no list_changed (see listNotes.middleware).
+	initialized bool
+	listsAt     uint64 // its profile's lists generation then (listNotes)
+	onEnd       []func()
+	ended       bool
 }
 
 // clientSessions are the client sessions of all profiles.
@@ -101,6 +105,11 @@ func (a *Aggregator) clientEnded(cs *clientSession) {
 	a.clients.mu.Lock()
 	delete(a.clients.sessions, cs.ss)
 	a.clients.mu.Unlock()
+	a.mu.Lock()
+	for _, p := range a.profiles {
+		p.lists.forget(cs.ss)
+	}
+	a.mu.Unlock()
 	cs.mu.Lock()
 	cs.ended = true
 	onEnd, perClient := cs.onEnd, cs.perClient

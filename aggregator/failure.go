@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/metrics"
@@ -90,6 +91,28 @@ func classify(ctx, cctx context.Context, err error) (failure, any) {
 		return failRejected, fmt.Sprintf("%s (JSON-RPC error %d)", rpc.Message, rpc.Code)
 	}
 	return failOther, err
+}
+
+// passedOn returns the JSON-RPC error a client gets as it is, in place of
+// an isError result, for a call that failed with err: a server's error
+// whose code means something to a client, which a result would hide. That
+// is every code but JSON-RPC's own, which say the request was wrong (parse
+// error, invalid request, method not found, invalid params, internal
+// error) and are best read by an agent as a result that says what to fix.
+// MCP's codes (-32042 URL elicitation required, with the URLs in its
+// data; -32002 resource not found; -32021 missing client capability) and
+// a server's own keep their code, message and data. Nil for any other
+// failure.
+func passedOn(err error) *jsonrpc.Error {
+	var rpc *upstream.RPCError
+	if !errors.As(err, &rpc) {
+		return nil
+	}
+	switch rpc.Code {
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams, jsonrpc.CodeInternalError:
+		return nil
+	}
+	return &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
 }
 
 // timeout is the limit the call ran into, for a timeout; zero otherwise.

@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -45,6 +46,34 @@ func TestClassifyFailures(t *testing.T) {
 		res := f.result(e, time.Minute, detail)
 		if f.outcome != c.outcome || !res.IsError || !strings.Contains(text(res), c.text) || strings.Contains(text(res), "%!") {
 			t.Errorf("%v: outcome %q, text %q\nwant outcome %q, text containing %q", c.err, f.outcome, text(res), c.outcome, c.text)
+		}
+	}
+}
+
+// TestPassedOn: a server's JSON-RPC error with a code that means something
+// to clients reaches them as it is (data too); JSON-RPC's own codes and
+// other failures become isError results.
+func TestPassedOn(t *testing.T) {
+	data := json.RawMessage(`{"elicitations":[{"mode":"url","url":"https://example.com"}]}`)
+	for _, tc := range []struct {
+		err  error
+		want int64 // 0: not passed on
+	}{
+		{fmt.Errorf("calling: %w", &upstream.RPCError{Server: "s", Code: -32042, Message: "open this", Data: data}), -32042},
+		{&upstream.RPCError{Server: "s", Code: -32002, Message: "resource not found"}, -32002},
+		{&upstream.RPCError{Server: "s", Code: 42, Message: "the server's own"}, 42},
+		{&upstream.RPCError{Server: "s", Code: -32602, Message: "bad params"}, 0},
+		{&upstream.RPCError{Server: "s", Code: -32603, Message: "internal"}, 0},
+		{&upstream.LostError{Server: "s", Err: errors.New("gone")}, 0},
+	} {
+		got := passedOn(tc.err)
+		switch {
+		case tc.want == 0 && got != nil:
+			t.Errorf("%v: passed on as %v, want an isError result", tc.err, got)
+		case tc.want != 0 && (got == nil || got.Code != tc.want):
+			t.Errorf("%v: passed on as %v, want code %d", tc.err, got, tc.want)
+		case tc.want == -32042 && string(got.Data) != string(data):
+			t.Errorf("-32042 passed on with data %s, want %s", got.Data, data)
 		}
 	}
 }

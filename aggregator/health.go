@@ -13,6 +13,9 @@ type Health struct {
 	// InvalidFiles are the config files that were skipped (or whose
 	// previous version keeps running) because they are invalid.
 	InvalidFiles []InvalidFile `json:"invalid_files"`
+	// Drifted are the tools changed since they were pinned or trusted
+	// (pin, tool_pinning), with what changed.
+	Drifted []Drift `json:"drifted_tools,omitempty"`
 }
 
 // InvalidFile is a config file that could not be used, and why.
@@ -54,6 +57,12 @@ func (a *Aggregator) Health() Health {
 	}
 	if h.Servers == nil {
 		h.Servers = []upstream.Status{}
+	}
+	h.Drifted = a.Drifts()
+	for _, d := range h.Drifted {
+		if d.refuse && h.Status == "ok" {
+			h.Status = "degraded"
+		}
 	}
 	h.InvalidFiles = []InvalidFile{}
 	if files := a.invalidFiles.Load(); files != nil {

@@ -15,13 +15,14 @@ import (
 const initializeWait = 10 * time.Second
 
 // instructionsMiddleware puts the instructions of p's servers into the
-// initialize result: a client started together with mcpmux (stdio)
-// initializes at once, so it waits for the servers' first start, within
-// initializeWait.
+// initialize result, and into server/discover's, its 2026-07-28
+// counterpart: a client started together with mcpmux (stdio) initializes
+// (or discovers) at once, so it waits for the servers' first start,
+// within initializeWait.
 func (a *Aggregator) instructionsMiddleware(p *profile) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method != "initialize" {
+			if method != "initialize" && method != "server/discover" {
 				return next(ctx, method, req)
 			}
 			t := time.NewTimer(initializeWait)
@@ -32,9 +33,15 @@ func (a *Aggregator) instructionsMiddleware(p *profile) mcp.Middleware {
 			}
 			t.Stop()
 			res, err := next(ctx, method, req)
-			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
-				v := p.view.Load()
-				ir.Instructions = mergeInstructions(v, v.settings.Separator)
+			if err != nil {
+				return res, err
+			}
+			v := p.view.Load()
+			switch r := res.(type) {
+			case *mcp.InitializeResult:
+				r.Instructions = mergeInstructions(v, v.settings.Separator)
+			case *mcp.DiscoverResult:
+				r.Instructions = mergeInstructions(v, v.settings.Separator)
 			}
 			return res, err
 		}

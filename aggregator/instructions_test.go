@@ -21,13 +21,16 @@ func TestInitializeMergesServerInstructions(t *testing.T) {
 		"\n## bare (its tools and prompts keep their own names)\n\nBare names here.\n" +
 		"\n## docs\n\nSearch before you read.\n" +
 		"\n## web (its tools and prompts are named www__<name>)\n\nFetch one page at a time.\n"
-	if got := h.client(DefaultProfile).InitializeResult().Instructions; got != want {
-		t.Errorf("instructions:\n%s\nwant:\n%s", got, want)
-	}
 	// A profile gets the instructions of its own servers only.
 	wantReader := "mcpmux serves the tools and prompts of several servers, each named <server>__<name> unless said otherwise below. The instructions of those servers follow, one section per server.\n" +
 		"\n## docs\n\nSearch before you read.\n"
-	if got := h.client("reader").InitializeResult().Instructions; got != wantReader {
-		t.Errorf("profile reader: instructions:\n%s\nwant:\n%s", got, wantReader)
+	// From initialize (2025-11-25) as from server/discover (2026-07-28).
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		if got := h.clientVersion(DefaultProfile, version).InitializeResult().Instructions; got != want {
+			t.Errorf("%s: instructions:\n%s\nwant:\n%s", version, got, want)
+		}
+		if got := h.clientVersion("reader", version).InitializeResult().Instructions; got != wantReader {
+			t.Errorf("%s: profile reader: instructions:\n%s\nwant:\n%s", version, got, wantReader)
+		}
 	}
 }

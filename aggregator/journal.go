@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,6 +11,7 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/journal/replay"
 	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/tracing"
 )
 
 // The pipeline's hooks for the journal and replay (mcpmux.yaml's journal
@@ -27,6 +29,12 @@ func (a *Aggregator) applyRecording(s *config.Settings) {
 	} else {
 		a.journal.Configure("", 0)
 	}
+	if r := s.Replay; r != nil && r.Miss == config.ReplayMissRecord {
+		// Never rotated: the replay keeps where each answer is.
+		a.frozen.Configure(r.From, math.MaxInt64)
+	} else {
+		a.frozen.Configure("", 0)
+	}
 	var spec config.Replay
 	if s.Replay != nil {
 		spec = *s.Replay
@@ -43,7 +51,7 @@ func (a *Aggregator) applyRecording(s *config.Settings) {
 		return
 	}
 	start := time.Now()
-	rp := replay.Open(replay.Options{Dir: spec.From, MissCalls: spec.Miss == config.ReplayMissCall})
+	rp := replay.Open(replay.Options{Dir: spec.From, MissCalls: spec.Miss == config.ReplayMissCall, Record: spec.Miss == config.ReplayMissRecord})
 	if err := rp.Err(); err != nil {
 		a.log.Error("replay: cannot read the journal; every call is answered with this error", "from", spec.From, "error", err)
 	} else {
@@ -77,19 +85,23 @@ func (a *Aggregator) recordedServers(running map[string]bool) []ServerFeatures {
 // its journal line when it ends.
 func (a *Aggregator) clientCall(ctx context.Context, p *profile, req *mcp.CallToolRequest) *result {
 	c := a.newToolCall(req)
-	if a.journal.On() {
-		c.rec = a.journal.Begin(journal.Start{
+	c.span = tracing.FromContext(ctx)
+	if a.journal.On() || a.frozen.On() {
+		c.rec = a.journal.BeginFrozen(journal.Start{
 			Task: c.task, Session: sessionID(c.session), Profile: p.name, Client: clientOf(c.session),
 			Tool: c.name, Arguments: c.args,
 			Catalog: func() []journal.Server {
 				v := p.view.Load()
 				return catalogOf(v, a.sessionTools(ctx, v, c.session))
 			},
-		})
+		}, a.frozen)
 	}
 	res := a.callTool(ctx, p, c)
+	traceResult(c.span, res)
 	if c.rec != nil {
+		_, span := tracing.StartInternal(ctx, "mcpmux.journal")
 		c.rec.End(res.journaled(), res.isError())
+		span.End("", "")
 	}
 	return res
 }
@@ -102,18 +114,39 @@ func (a *Aggregator) replayed(c *toolCall, e *Entry) *result {
 	if rp == nil {
 		return nil
 	}
+	c.span.Event("mcpmux.replay", "tool", e.Name)
 	res, replayed := rp.Answer(c.task, e.Name, c.args)
 	switch {
 	case replayed:
-		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeReplayed)
+		a.answered(c, e.Server, e.Tool, metrics.OutcomeReplayed)
 		c.rec.Answered(e.Name, c.args, journal.EncodeResult(res), true)
+		if srv := a.pool.Get(e.Server); srv != nil {
+			a.charge(c, srv.Config(), e, "replayed")
+		}
 	case res != nil:
-		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeNotRecorded)
+		a.answered(c, e.Server, e.Tool, metrics.OutcomeNotRecorded)
 		c.rec.Failed(metrics.OutcomeNotRecorded, 0)
 	default:
 		return nil
 	}
 	return decoded(res)
+}
+
+// charge adds the price of a call of e (its server's cost: or
+// tool_costs:) to the metrics and the call's journal line; free, the
+// reason it cost nothing ("replayed"), records only that.
+func (a *Aggregator) charge(c *toolCall, cfg *config.Server, e *Entry, free string) {
+	if cfg == nil {
+		return
+	}
+	p := cfg.CallPrice(e.Tool)
+	if p == nil {
+		return
+	}
+	if free == "" {
+		a.metrics.Charged(e.Server, p.Currency, p.PerCall)
+	}
+	c.rec.Charged(p.PerCall, p.Currency, free)
 }
 
 // recordCatalog writes the tools a session was listed into its task's
@@ -149,11 +182,12 @@ func catalogOf(v *view, tools []*Entry) []journal.Server {
 		if !ok {
 			i = len(out)
 			index[e.Server] = i
-			out = append(out, journal.Server{Name: e.Server, Prefix: prefixOf[e.Server]})
+			out = append(out, journal.Server{Name: e.Server, Prefix: prefixOf[e.Server], Hashes: map[string]string{}})
 		}
 		def := *e.Def
 		def.Name = e.Tool
 		out[i].Tools = append(out[i].Tools, &def)
+		out[i].Hashes[e.Tool] = journal.ToolHash(&def)
 	}
 	return out
 }

@@ -224,6 +224,27 @@ func TestJournalFollowsSettings(t *testing.T) {
 	}
 }
 
+// A blacklisted tool is never listed, so no recorded catalog holds it:
+// offline, a call of it still gets the blacklist's answer, as recorded,
+// not "Unknown tool".
+func TestOfflineReplayKeepsTheBlacklist(t *testing.T) {
+	dir := t.TempDir()
+	const blacklist = "tool_blacklist: [[kb, secret]]\n"
+	kb := fixtureServer("kb", map[string]mcp.ToolHandler{"lookup": echo("kb"), "secret": echo("kb")})
+	rec := newHarness(t, map[string]*mcp.Server{"kb": kb}, fmt.Sprintf("journal: {dir: %q}\n", dir)+blacklist, nil)
+	recorded := callTask(t, rec.client(DefaultProfile), "t1", "kb__secret", map[string]any{"q": 1})
+	if !recorded.IsError || !strings.Contains(text(recorded), "tool blacklist") {
+		t.Fatalf("recorded: %q", text(recorded))
+	}
+	callTask(t, rec.client(DefaultProfile), "t1", "kb__lookup", map[string]any{"q": 1})
+
+	off := newHarness(t, nil, fmt.Sprintf("replay: {from: %q, catalog: recorded}\n", dir)+blacklist, nil)
+	res := callTask(t, off.client(DefaultProfile), "t1", "kb__secret", map[string]any{"q": 1})
+	if text(res) != text(recorded) || !res.IsError {
+		t.Errorf("offline: %q, recorded: %q", text(res), text(recorded))
+	}
+}
+
 // TestTaskIDsStayApart: ids that differ only past 128 bytes, in a control
 // character, or that a cleaned id looks like, are different tasks in the
 // journal, and a rerun with the same ids replays each from its own file;

@@ -152,7 +152,7 @@ func TestExposeNotifiesOverHTTP(t *testing.T) {
 	changed := make(chan struct{}, 64)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,5 +189,25 @@ func TestExposeWithoutSessions(t *testing.T) {
 	res, found := find(t, h.client(DefaultProfile), map[string]any{"query": "read a file", "expose": true})
 	if len(found.Tools) == 0 || !strings.Contains(text(res), "keeps no tool list per client") {
 		t.Errorf("stateless expose = %q", text(res))
+	}
+}
+
+// A 2026-07-28 request over HTTP is its own client: expose says that it
+// keeps no list for it, as without sessions.
+func TestExposeToSessionlessHTTPClient(t *testing.T) {
+	h := metaHarness(t, lazySettings)
+	ts := httptest.NewServer(h.serveHTTP(nil))
+	defer ts.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q", v)
+	}
+	res, found := find(t, cs, map[string]any{"query": "read a file", "expose": true})
+	if len(found.Tools) == 0 || !strings.Contains(text(res), "keeps no tool list per client") {
+		t.Errorf("expose to a sessionless HTTP client = %q", text(res))
 	}
 }

@@ -62,9 +62,13 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if r.Params != nil {
 					cursor = r.Params.Cursor
 				}
-				defs, next, err := page(p.view.Load().resourceList, itemKey, cursor, itemDef)
+				v := p.view.Load()
+				defs, next, err := page(v.resourceList, itemKey, cursor, itemDef)
 				if err != nil {
 					return nil, err
+				}
+				if next == "" {
+					defs = append(defs, a.clientResources(ctx, v, r.Session)...)
 				}
 				return &mcp.ListResourcesResult{Resources: defs, NextCursor: next, Cacheable: publicCache}, nil
 			case *mcp.ListResourceTemplatesRequest:
@@ -87,10 +91,18 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 // encoded once per catalog, copied per request.
 type listResult struct {
 	mcp.ResultBase
-	field      string
-	items      []json.RawMessage
-	nextCursor string
+	field       string
+	items       []json.RawMessage
+	nextCursor  string
+	sessionless bool // see markSessionless
 }
+
+// markSessionless has the list carry a resultType and caching hints, as
+// the SDK's own lists do on the sessionless protocol: no TTL (mcpmux
+// learns of a change of its catalog when its servers say so, and its
+// clients on their listen streams; a TTL would only delay that), and the
+// spec's default scope.
+func (r *listResult) markSessionless() { r.sessionless = true }
 
 func (r *listResult) MarshalJSON() ([]byte, error) {
 	n := len(r.field) + len(r.nextCursor) + 32
@@ -112,6 +124,9 @@ func (r *listResult) MarshalJSON() ([]byte, error) {
 		c, _ := json.Marshal(r.nextCursor)
 		b = append(b, `,"nextCursor":`...)
 		b = append(b, c...)
+	}
+	if r.sessionless {
+		b = append(b, `,"resultType":"complete","ttlMs":0,"cacheScope":"public"`...)
 	}
 	if len(r.Meta) > 0 {
 		m, err := json.Marshal(r.Meta)
@@ -207,13 +222,14 @@ func uvarint(b []byte) (uint64, int) {
 	return 0, 0
 }
 
-// sessionTools returns the tools of v that ss may see: all of them for a
-// client that declared every capability mcpmux forwards; for one that
+// sessionTools returns the tools of v that the client of a request may
+// see (its capabilities: see clientFeatures): all of them for a client
+// that declared every capability mcpmux forwards; for one that
 // declared fewer, only those each server lists to such a client (see
 // upstream.Server.ToolsFor). A server that cannot be asked keeps its
 // tools listed.
 func (a *Aggregator) sessionTools(ctx context.Context, v *view, ss *mcp.ServerSession) []*Entry {
-	f := sessionFeatures(ss)
+	f := clientFeatures(ctx, ss)
 	if f.ListsAll() {
 		return v.toolList
 	}
@@ -253,6 +269,24 @@ func (a *Aggregator) sessionTools(ctx context.Context, v *view, ss *mcp.ServerSe
 			continue
 		}
 		out = append(out, e)
+	}
+	return out
+}
+
+// clientResources are the resources that servers with a connection per
+// client list to ss's own connection alone (those they made for its
+// session), at the end of its resources/list; read through that
+// connection (unlistedMiddleware routes their URIs to their server).
+func (a *Aggregator) clientResources(ctx context.Context, v *view, ss *mcp.ServerSession) []*mcp.Resource {
+	if ss == nil {
+		return nil
+	}
+	var out []*mcp.Resource
+	for _, srv := range a.pool.Servers() {
+		if !srv.PerClient() || !v.hasServer(srv.Name()) {
+			continue
+		}
+		out = append(out, srv.ClientResources(a.clientID(ctx, ss))...)
 	}
 	return out
 }

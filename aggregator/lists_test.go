@@ -23,7 +23,7 @@ func unsortedServer(name string, tools ...string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ServerOptions{PageSize: 1 << 20})
 	for _, tn := range append(slices.Clone(tools), "sample", "roots", "caps") {
 		s.AddTool(&mcp.Tool{Name: tn, InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			caps := req.Session.InitializeParams().Capabilities
+			caps := req.ClientCapabilities() // per request in MCP 2026-07-28, the session's before
 			b, _ := json.Marshal(struct {
 				Roots       *mcp.RootCapabilities        `json:"roots,omitempty"`
 				Sampling    *mcp.SamplingCapabilities    `json:"sampling,omitempty"`
@@ -58,7 +58,7 @@ func unsortedServer(name string, tools ...string) *mcp.Server {
 			}
 			switch r := res.(type) {
 			case *mcp.ListToolsResult:
-				caps := req.GetSession().(*mcp.ServerSession).InitializeParams().Capabilities
+				caps := req.(*mcp.ListToolsRequest).ClientCapabilities()
 				r.Tools = inOrder(r.Tools, append(slices.Clone(tools), "sample", "roots", "caps"), func(t *mcp.Tool) string { return t.Name })
 				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool {
 					return (t.Name == "sample" && caps.Sampling == nil) || (t.Name == "roots" && caps.RootsV2 == nil)
@@ -211,7 +211,8 @@ func TestToolListFollowsClientCapabilities(t *testing.T) {
 	}
 
 	// A per-client connection declares exactly its client's capabilities;
-	// the shared one declares everything mcpmux forwards.
+	// so does each request on a shared one of MCP 2026-07-28 (on 2025-11-25
+	// the shared one declares everything mcpmux forwards).
 	for _, tc := range []struct {
 		cs         *mcp.ClientSession
 		tool, want string
@@ -219,7 +220,8 @@ func TestToolListFollowsClientCapabilities(t *testing.T) {
 		{bare, "own__caps", `{}`},
 		{rootsOnly, "own__caps", `{"roots":{}}`},
 		{full, "own__caps", `{"roots":{},"sampling":{},"elicitation":{"form":{},"url":{}}}`},
-		{bare, "shared__caps", `{"roots":{},"sampling":{"tools":{}},"elicitation":{"form":{},"url":{}}}`},
+		{bare, "shared__caps", `{}`},
+		{full, "shared__caps", `{"roots":{},"sampling":{},"elicitation":{"form":{},"url":{}}}`},
 	} {
 		if got := text(call(t, tc.cs, tc.tool, nil)); got != tc.want {
 			t.Errorf("%s: the server saw capabilities %s, want %s", tc.tool, got, tc.want)

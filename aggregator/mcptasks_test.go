@@ -105,6 +105,19 @@ type rpcReply struct {
 // over serveStdio, and initializes it; it returns the initialize result.
 func stdioClient(t *testing.T, a *Aggregator, profile, caps string) (*lineClient, json.RawMessage) {
 	t.Helper()
+	c := stdioLines(t, a, profile)
+	res, errj := c.call("initialize", json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"line","version":"1"}}`))
+	if errj != nil {
+		t.Fatalf("initialize: %s", errj)
+	}
+	c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	return c, res
+}
+
+// stdioLines connects a lineClient to a's profile over serveStdio, and
+// sends nothing.
+func stdioLines(t *testing.T, a *Aggregator, profile string) *lineClient {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -121,12 +134,7 @@ func stdioClient(t *testing.T, a *Aggregator, profile, caps string) (*lineClient
 	})
 	c := &lineClient{t: t, w: inW, waiting: map[int]chan rpcReply{}, changed: make(chan struct{}, 1000)}
 	go c.read(outR)
-	res, errj := c.call("initialize", json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"line","version":"1"}}`))
-	if errj != nil {
-		t.Fatalf("initialize: %s", errj)
-	}
-	c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
-	return c, res
+	return c
 }
 
 func (c *lineClient) send(msg any) {
@@ -282,7 +290,7 @@ const clientWithTasks = `{"elicitation":{},"tasks":{"list":{},"cancel":{}}}`
 // on results.
 func TestTasksPassThroughToClientsWithTasks(t *testing.T) {
 	f := newTaskFixture(t)
-	h := newHarness(t, map[string]*mcp.Server{"t": f.srv, "e": fixtureServer("e", map[string]mcp.ToolHandler{"echo": echo("")})}, taskRules, nil)
+	h := newHarness(t, map[string]*mcp.Server{"t": f.srv, "e": fixtureServer("e", map[string]mcp.ToolHandler{"echo": echo("")})}, taskRules, pinned2025("t"))
 	c, init := stdioClient(t, h.agg, DefaultProfile, clientWithTasks)
 
 	var ir struct {
@@ -399,7 +407,7 @@ func TestTasksAreTheSessionsOwn(t *testing.T) {
 // the client answers what the task asks and gets its result.
 func TestTaskRequiredToolForClientsWithoutTasks(t *testing.T) {
 	f := newTaskFixture(t)
-	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, taskRules, nil)
+	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, taskRules, pinned2025("t"))
 	c, _ := stdioClient(t, h.agg, DefaultProfile, `{"elicitation":{}}`)
 	list := c.mustCall("tools/list", map[string]any{})
 	if d := toolDef(t, list, "t__work"); d["execution"] != nil || d["description"] != "works as a task" {
@@ -435,7 +443,7 @@ func TestTaskRequiredToolForClientsWithoutTasks(t *testing.T) {
 // client asks for a task.
 func TestStatelessRunsTasksItself(t *testing.T) {
 	f := newTaskFixture(t)
-	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", nil)
+	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", pinned2025("t"))
 	h.agg.stateless = true
 	c, init := stdioClient(t, h.agg, DefaultProfile, clientWithTasks)
 	if strings.Contains(string(init), `"tasks"`) {
@@ -564,7 +572,7 @@ func next(t *testing.T, msgs <-chan string, what string, ok func(string) bool) s
 // stream, and what it asks comes on the stream of tasks/result.
 func TestTasksOverHTTP(t *testing.T) {
 	f := newTaskFixture(t)
-	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", nil)
+	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", pinned2025("t"))
 	ts := httptest.NewServer(h.serveHTTP(nil))
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { f.Ask(); f.Release() }) // before ts.Close, which waits for the calls

@@ -168,6 +168,7 @@ type ServerState struct {
 	Tools     int       `json:"tools"`
 	Restarts  int       `json:"restarts"`
 	Transport string    `json:"transport"`
+	Protocol  string    `json:"protocol,omitempty"` // the MCP version spoken with it
 	Session   string    `json:"session"`
 	Clients   int       `json:"clients,omitempty"`
 	Since     time.Time `json:"since"`
@@ -177,6 +178,9 @@ type ServerState struct {
 type StatusResult struct {
 	Ready   bool          `json:"ready"`
 	Servers []ServerState `json:"servers"`
+	// Drifted are the profile's tools changed since they were pinned or
+	// trusted, with the diff.
+	Drifted []Drift `json:"drifted_tools,omitempty"`
 }
 
 // metaStatus reports the state of the profile's servers.
@@ -192,11 +196,15 @@ func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *toolCall) *res
 		}
 		st.Error = a.mask.Mask(st.Error) // a child's stderr may quote its secrets
 		out.Servers = append(out.Servers, ServerState{Name: st.Name, State: string(st.State), Error: st.Error, Tools: st.Tools,
-			Restarts: st.Restarts, Transport: st.Transport, Session: st.Session, Clients: st.Clients, Since: st.Since})
+			Restarts: st.Restarts, Transport: st.Transport, Protocol: st.Protocol, Session: st.Session, Clients: st.Clients, Since: st.Since})
 		if st.State == upstream.StateUp {
 			up++
 		}
-		fmt.Fprintf(&b, "\n- %s: %s, %d tools, %s, %s session, %d restarts, since %s", st.Name, st.State, st.Tools, st.Transport, st.Session, st.Restarts, st.Since.UTC().Format(time.RFC3339))
+		transport := st.Transport
+		if st.Protocol != "" {
+			transport += " (MCP " + st.Protocol + ")"
+		}
+		fmt.Fprintf(&b, "\n- %s: %s, %d tools, %s, %s session, %d restarts, since %s", st.Name, st.State, st.Tools, transport, st.Session, st.Restarts, st.Since.UTC().Format(time.RFC3339))
 		if st.Error != "" {
 			fmt.Fprintf(&b, "; last error: %s", oneLine(st.Error))
 		}
@@ -204,6 +212,20 @@ func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *toolCall) *res
 	head := "mcpmux is ready"
 	if !h.Ready {
 		head = "mcpmux is starting"
+	}
+	for _, d := range h.Drifted {
+		if !v.hasServer(d.Server) {
+			continue
+		}
+		out.Drifted = append(out.Drifted, d)
+		state := "flagged (pin.on_change: warn)"
+		switch {
+		case d.By == toolPinningRule:
+			state = "quarantined until approved (mcpmux approve " + d.Server + " " + d.Tool + ")"
+		case d.refuse:
+			state = "refused (pin)"
+		}
+		fmt.Fprintf(&b, "\n- tool %s changed since it was trusted (%s): %s\n%s", d.Name, d.Changed, state, d.Diff)
 	}
 	text := fmt.Sprintf("%s: %d of %d servers up.%s", head, up, len(out.Servers), b.String())
 	return a.countMeta(config.MetaToolStatus, metaResult(text, out))
@@ -277,7 +299,7 @@ func (a *Aggregator) exposeNote(ctx context.Context, v *view, ss *mcp.ServerSess
 	switch {
 	case !v.lazy:
 		return "(expose: your tool list already has every tool.)"
-	case a.stateless || ss == nil:
+	case a.stateless || ss == nil || a.requestIsItsOwnClient(ctx):
 		return "(expose: mcpmux serves without sessions here, so it keeps no tool list per client; call these tools through mcpmux__call_tool.)"
 	}
 	added, told := a.expose(ctx, v, ss, found)

@@ -169,10 +169,10 @@ func TestStatusToolShowsTheProfilesServers(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustJSON(t, res.StructuredContent)), &out); err != nil {
 		t.Fatal(err)
 	}
-	if res.IsError || !out.Ready || len(out.Servers) != 2 || out.Servers[0].Name != "files" || out.Servers[0].State != "up" || out.Servers[0].Tools != 3 {
+	if res.IsError || !out.Ready || len(out.Servers) != 2 || out.Servers[0].Name != "files" || out.Servers[0].State != "up" || out.Servers[0].Tools != 3 || out.Servers[0].Protocol != "2026-07-28" {
 		t.Errorf("status = %+v (%q)", out, text(res))
 	}
-	if want := "mcpmux is ready: 2 of 2 servers up.\n- files: up, 3 tools, stdio, shared session"; !strings.HasPrefix(text(res), want) {
+	if want := "mcpmux is ready: 2 of 2 servers up.\n- files: up, 3 tools, stdio (MCP 2026-07-28), shared session"; !strings.HasPrefix(text(res), want) {
 		t.Errorf("status text = %q, want it to start with %q", text(res), want)
 	}
 	res = call(t, h.client("web-only"), "mcpmux__status", nil)

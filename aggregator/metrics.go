@@ -33,6 +33,11 @@ func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.I
 		if req == nil || req.Session == nil {
 			return
 		}
-		a.client(ctx, req.Session).whenEnded(a.metrics.SessionStarted(p.name))
+		cs := a.client(ctx, req.Session)
+		cs.whenEnded(a.metrics.SessionStarted(p.name))
+		cs.mu.Lock()
+		cs.initialized = true
+		cs.listsAt = p.lists.generation()
+		cs.mu.Unlock()
 	}
 }

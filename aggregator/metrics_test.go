@@ -133,7 +133,7 @@ func TestMetricsCountCallsSessionsAndRules(t *testing.T) {
 		t.Errorf("GET /metrics without the token: %s, want 401", resp.Status)
 	}
 
-	cs := h.client(DefaultProfile)
+	cs := h.clientVersion(DefaultProfile, "2025-11-25") // a session, to count
 	waitSample(t, srv.URL, "s3cret", "mcpmux_client_sessions", map[string]string{"profile": ""}, 1)
 	call(t, cs, "code__run", map[string]any{"text": "x"})
 	call(t, cs, "code__run", map[string]any{"text": "y"})

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // A server with output_dir (a browser writing page snapshots) links files
@@ -58,8 +59,8 @@ type outputFiles struct {
 // since is when the call began, less the granularity of coarse file
 // times: older files are not linked (see insideDir).
 func (a *Aggregator) linkOutputFiles(ctx context.Context, ss *mcp.ServerSession, srv *config.Server, res *mcp.CallToolResult, since time.Time) *mcp.CallToolResult {
-	if srv.OutputDir == "" || ss == nil || a.stateless {
-		return res
+	if _, sessionless := ctx.Value(requestFeaturesKey{}).(upstream.ClientFeatures); srv.OutputDir == "" || ss == nil || a.stateless || sessionless {
+		return res // no session to bind a link to
 	}
 	dir, err := filepath.EvalSymlinks(srv.OutputDir)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -19,7 +20,7 @@ import (
 
 // syncItems registers the difference between registered (key → hash) and
 // want: new and changed items first, then removals, like applyView.
-func syncItems[T any](registered map[string]string, want map[string]*Item[T], add func(*Item[T]) error, remove func(keys ...string)) {
+func syncItems[T any](registered map[string]string, want map[string]*Item[T], add func(*Item[T]) error, remove func(keys ...string)) (changed bool) {
 	for _, key := range sortedKeys(want) {
 		it := want[key]
 		if registered[key] == it.hash {
@@ -29,6 +30,7 @@ func syncItems[T any](registered map[string]string, want map[string]*Item[T], ad
 			continue
 		}
 		registered[key] = it.hash
+		changed = true
 	}
 	var gone []string
 	for key := range registered {
@@ -41,24 +43,27 @@ func syncItems[T any](registered map[string]string, want map[string]*Item[T], ad
 		for _, key := range gone {
 			delete(registered, key)
 		}
+		changed = true
 	}
+	return changed
 }
 
 // registerFeatures brings prompts, resources and templates of p's server in
-// line with v.
-func (a *Aggregator) registerFeatures(p *profile, v *view) {
+// line with v, and reports whether it changed any.
+func (a *Aggregator) registerFeatures(p *profile, v *view) bool {
 	logFail := func(kind, key string, err error) {
 		a.log.Error(kind+" not exposed", "key", key, "error", err)
 	}
-	syncItems(p.prompts, v.prompts, func(it *Item[*mcp.Prompt]) error {
+	prompts := syncItems(p.prompts, v.prompts, func(it *Item[*mcp.Prompt]) error {
 		return guard(func() { p.server.AddPrompt(it.Def, a.promptHandler(it)) }, func(err error) { logFail("prompt", it.Key, err) })
 	}, p.server.RemovePrompts)
-	syncItems(p.resources, v.resources, func(it *Item[*mcp.Resource]) error {
+	resources := syncItems(p.resources, v.resources, func(it *Item[*mcp.Resource]) error {
 		return guard(func() { p.server.AddResource(it.Def, a.resourceHandler(it.Server, it.Orig, it.Key)) }, func(err error) { logFail("resource", it.Key, err) })
 	}, p.server.RemoveResources)
-	syncItems(p.templates, v.templates, func(it *Item[*mcp.ResourceTemplate]) error {
+	templates := syncItems(p.templates, v.templates, func(it *Item[*mcp.ResourceTemplate]) error {
 		return guard(func() { p.server.AddResourceTemplate(it.Def, a.templateHandler(it)) }, func(err error) { logFail("resource template", it.Key, err) })
 	}, p.server.RemoveResourceTemplates)
+	return prompts || resources || templates
 }
 
 // guard runs f, turning a panic of the SDK on an invalid definition into an
@@ -76,8 +81,8 @@ func guard(f func(), onErr func(error)) (err error) {
 
 // request builds the upstream request context of a client request.
 func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, task string) upstream.Request {
-	r := upstream.Request{Task: task, Caller: a.newCaller(ctx, ss), Features: sessionFeatures(ss)}
-	if srv.Config().PerClient() {
+	r := upstream.Request{Task: task, Caller: a.newCaller(ctx, ss), Features: clientFeatures(ctx, ss), ClientInfo: clientInfo(ctx, ss)}
+	if srv.PerClient() {
 		r.Client = a.clientID(ctx, ss)
 	}
 	return r
@@ -141,7 +146,7 @@ func (a *Aggregator) getPrompt(server, name, exposed string) mcp.PromptHandler {
 		}
 		task := a.taskOf(req.Params.Meta, req.Extra)
 		res, err := srv.GetPrompt(ctx, a.request(ctx, srv, req.Session, task), &mcp.GetPromptParams{
-			Name: name, Arguments: req.Params.Arguments, Meta: forwardMeta(req.Params.Meta, task),
+			Name: name, Arguments: req.Params.Arguments, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, task)),
 		})
 		if err != nil {
 			return nil, mapRPCError(rpcError("getting prompt "+name, server, err), name, exposed)
@@ -177,9 +182,15 @@ func (a *Aggregator) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 		return nil, err
 	}
 	task := a.taskOf(req.Params.Meta, req.Extra)
-	res, err := srv.ReadResource(ctx, a.request(ctx, srv, req.Session, task), &mcp.ReadResourceParams{URI: orig, Meta: forwardMeta(req.Params.Meta, task)})
+	res, err := srv.ReadResource(ctx, a.request(ctx, srv, req.Session, task), &mcp.ReadResourceParams{URI: orig, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, task))})
 	if err != nil {
 		return nil, mapRPCError(rpcError("reading "+orig, server, err), orig, exposed)
+	}
+	// The go-sdk fills in the default for results it sends itself; for
+	// this one (unlistedMiddleware's, which the SDK's own read never sees)
+	// mcpmux does: an absent cacheScope means "public", never "".
+	if res.CacheScope == "" {
+		res.CacheScope = "public"
 	}
 	if orig != exposed {
 		for _, c := range res.Contents {
@@ -348,11 +359,14 @@ func (a *Aggregator) complete(ctx context.Context, p *profile, req *mcp.Complete
 	var server string
 	switch ref.Type {
 	case "ref/prompt":
-		it := v.prompts[ref.Name]
-		if it == nil {
+		if it := v.prompts[ref.Name]; it != nil {
+			server, fwd.Name = it.Server, it.Orig
+		} else if s, orig, ok := routePrompt(v, ref.Name); ok {
+			// Unlisted: its server answers, as it would directly.
+			server, fwd.Name = s, orig
+		} else {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
-		server, fwd.Name = it.Server, it.Orig
 	case "ref/resource":
 		if it := v.templates[ref.URI]; it != nil {
 			server, fwd.URI = it.Server, it.Orig
@@ -375,7 +389,7 @@ func (a *Aggregator) complete(ctx context.Context, p *profile, req *mcp.Complete
 	}
 	params := *req.Params
 	params.Ref = &fwd
-	params.Meta = forwardMeta(req.Params.Meta, "")
+	params.Meta = tracing.Inject(ctx, forwardMeta(req.Params.Meta, ""))
 	raw, err := srv.Complete(ctx, a.request(ctx, srv, req.Session, ""), &params)
 	if err != nil {
 		return nil, rpcError("completion", server, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/rewrite"
+	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -34,7 +35,10 @@ import (
 //     pipeline)
 //
 // It always returns a result: what goes wrong is an isError result whose
-// text says what happened and what to do, never a JSON-RPC error. Each
+// text says what happened and what to do, never a JSON-RPC error of
+// mcpmux's. A server's JSON-RPC error that means something to the client
+// (such as -32042, open this URL first) reaches it as that error
+// (failure.go, passedOn). Each
 // step notes what it decided on the call's journal record (c.rec), which
 // clientCall writes when the client's call ends.
 
@@ -51,6 +55,10 @@ type toolCall struct {
 	// call is task-augmented. Not to be confused with task, the caller's
 	// task id of mcpmux's journal and per-client environments.
 	augment json.RawMessage
+	// span is the span of the client's request (or of the fallback
+	// that made this call), which the pipeline's steps describe; zero
+	// without tracing.
+	span tracing.Span
 }
 
 // newToolCall describes a client's tools/call request.
@@ -81,7 +89,11 @@ func (a *Aggregator) callMiddleware(p *profile) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
-				return a.clientCall(ctx, p, r).wire(), nil
+				res := a.clientCall(ctx, p, r)
+				if err := res.wireError(); err != nil {
+					return nil, err
+				}
+				return res.wire(), nil
 			}
 			return next(ctx, method, req)
 		}
@@ -93,27 +105,43 @@ func (a *Aggregator) callMiddleware(p *profile) mcp.Middleware {
 // reach it anyway, it takes the same pipeline.
 func (a *Aggregator) toolHandler(p *profile) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return a.clientCall(ctx, p, req).typed(), nil
+		res := a.clientCall(ctx, p, req)
+		if err := res.wireError(); err != nil {
+			return nil, err
+		}
+		return res.typed(), nil
 	}
 }
 
 // callTool runs c through the pipeline of profile p.
 func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *result {
 	v := p.view.Load()
+	if v.held[c.name] != nil && a.pinStateChanged() {
+		a.pins.resync() // mcpmux approve wrote the state file: apply it now
+		v = p.view.Load()
+	}
 	// 1. Route.
 	e, fix, answer := a.route(v, c)
+	if answer == nil {
+		answer = a.notListedTo(ctx, c, e)
+	}
 	if answer != nil {
 		return decoded(answer)
 	}
 	c.rec.Routed(e.Server, fix.exposedName(e))
+	if d := v.cat.drift[e.Name]; d != nil {
+		c.rec.Drifted(d.Changed) // pin.on_change: warn
+	}
+	c.span.Set("mcpmux.server", e.Server)
+	c.span.Set("mcpmux.corrected_to", fix.exposedName(e))
 	if v.lazy {
 		a.touchExposed(c.session, e.Name)
 	}
 	// 2. Rules before.
 	rules := a.current.Load().Rules()
 	rc, env := a.ruleCall(p, c, e)
-	if refusal := rules.Before(rc, env); refusal != nil {
-		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
+	if refusal := a.rulesBefore(ctx, rules, rc, env); refusal != nil {
+		a.answered(c, e.Server, e.Tool, metrics.OutcomeRefused)
 		return fix.annotate(decoded(refusal))
 	}
 	// 3. Run.
@@ -125,7 +153,9 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	res = a.retryElsewhere(ctx, p, c, e, res)
 	// 5. Rules after: decoded only for rules that may act on it.
 	if rules.Inspects(rc, res.isError()) {
-		res = decoded(rules.After(ctx, rc, res.typed(), env))
+		rctx, span := tracing.StartInternal(ctx, "mcpmux.rules.after")
+		res = decoded(rules.After(rctx, rc, res.typed(), env))
+		span.End("", "")
 	}
 	return fix.annotate(res)
 }
@@ -140,17 +170,23 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		return e, nil, nil
 	}
 	if !v.resolvable(name) {
-		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
+		a.answered(c, "", "", metrics.OutcomeUnknown)
 		return nil, nil, toolError("Unknown tool '%s': no server of this client has a tool of that name (the name has %d bytes, longer than any tool's). Check the names in the tool list and try again.", quoteName(name), len(name))
 	}
 	if e := v.hidden[name]; e != nil {
 		return nil, nil, a.blacklisted(c, e)
 	}
+	if e := v.blacklistedName(name); e != nil {
+		return nil, nil, a.blacklisted(c, e)
+	}
+	if d := v.held[name]; d != nil {
+		return nil, nil, a.quarantined(c, d)
+	}
 	server, known, tool, candidates := a.lookup(v, name)
 	// A server of the profile that is not up lists no tools: a call naming
 	// it is told so, not routed to, or called ambiguous between, the
 	// servers that have a tool of that name.
-	if res := a.notRunning(v, server, quoteName(name)); res != nil {
+	if res := a.notRunning(c, v, server, quoteName(name)); res != nil {
 		return nil, nil, res
 	}
 	switch len(candidates) {
@@ -163,7 +199,7 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		if e := a.hiddenByTool(v, tool); e != nil {
 			return nil, nil, a.blacklisted(c, e)
 		}
-		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
+		a.answered(c, "", "", metrics.OutcomeUnknown)
 		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", quoteName(name))
 		if near := closest(name, tool, v, 3); len(near) > 0 {
 			msg += " Closest existing tools: " + strings.Join(near, ", ") + "."
@@ -175,9 +211,32 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 			names[i] = e.Name
 		}
 		a.log.Info("ambiguous tool call", "session", sessionID(c.session), "requested", name, "candidates", names)
-		a.metrics.CallAnswered("", "", metrics.OutcomeAmbiguous)
+		a.answered(c, "", "", metrics.OutcomeAmbiguous)
 		return nil, nil, toolError("Tool '%s' not found as '%s', and several servers have a tool of that name: %s. Call one of these by its full name.", tool, name, strings.Join(names, ", "))
 	}
+}
+
+// notListedTo answers a call of a tool its server does not list to the
+// caller, for the capabilities the caller declared (server-everything
+// lists trigger-url-elicitation only to a client with URL elicitation):
+// the tool is as unknown to the caller as its tool list says, and the
+// server, which mcpmux's shared connection declares everything to, must
+// not run it. Nil when the caller may call e.
+func (a *Aggregator) notListedTo(ctx context.Context, c *toolCall, e *Entry) *mcp.CallToolResult {
+	if e.meta != nil || c.session == nil {
+		return nil
+	}
+	f := sessionFeatures(c.session)
+	srv := a.pool.Get(e.Server)
+	if f.ListsAll() || srv == nil {
+		return nil
+	}
+	names, err := srv.ToolsFor(ctx, f)
+	if err != nil || names == nil || names[e.Tool] {
+		return nil
+	}
+	a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
+	return toolError("Unknown tool '%s': tool '%s' of server '%s' is not available to this client, as the server does not offer it to a client with the capabilities this one declared (%s). Check the names in the tool list.", quoteName(c.name), e.Tool, e.Server, f)
 }
 
 // notRunning answers a call of a name that no server lists because its
@@ -185,7 +244,7 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 // (needs login, failed, still starting): such a server lists no tools, and
 // the caller is told why and what to do rather than that the tool does not
 // exist. Nil when the server part names no such server.
-func (a *Aggregator) notRunning(v *view, prefix, name string) *mcp.CallToolResult {
+func (a *Aggregator) notRunning(c *toolCall, v *view, prefix, name string) *mcp.CallToolResult {
 	if prefix == "" {
 		return nil
 	}
@@ -209,7 +268,7 @@ func (a *Aggregator) notRunning(v *view, prefix, name string) *mcp.CallToolResul
 		default:
 			return nil // up: the tool is unknown to it
 		}
-		a.metrics.CallAnswered(s.Name(), "", metrics.OutcomeUnavailable)
+		a.answered(c, s.Name(), "", metrics.OutcomeUnavailable)
 		return toolError("Tool '%s' cannot be called yet: server '%s' lists no tools because %s. Its tools are listed once it is up.", name, s.Name(), why)
 	}
 	return nil
@@ -217,7 +276,7 @@ func (a *Aggregator) notRunning(v *view, prefix, name string) *mcp.CallToolResul
 
 // blacklisted answers a call of a tool the profile's blacklist hides.
 func (a *Aggregator) blacklisted(c *toolCall, e *Entry) *mcp.CallToolResult {
-	a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
+	a.answered(c, e.Server, e.Tool, metrics.OutcomeRefused)
 	a.metrics.RuleHit(metrics.RuleRefused, blacklistRule)
 	c.rec.Routed(e.Server, "")
 	c.rec.Hit(blacklistRule, rewrite.ActionRefused)
@@ -272,17 +331,26 @@ func (fix *correction) annotate(r *result) *result {
 func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call, *rewrite.Env) {
 	rc := &rewrite.Call{Name: e.Name, Server: e.Server, Tool: e.Tool, Args: c.args, Session: sessionID(c.session), Task: c.task}
 	onHit := a.RuleHit
-	if c.rec != nil {
+	if c.rec != nil || c.span.On() {
 		onHit = func(action, rule string) {
 			a.RuleHit(action, rule)
 			c.rec.Hit(rule, action)
+			c.span.Set("mcpmux.rule", rule)
+			c.span.Event("mcpmux.rule", "action", action)
 		}
 	}
 	env := &rewrite.Env{
 		Log:   a.log,
 		OnHit: onHit,
 		Call: func(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
-			return a.callTool(ctx, p, c.derive(name, args)).typed()
+			ctx, span := tracing.StartInternal(ctx, "mcpmux.fallback")
+			d := c.derive(name, args)
+			d.span = span
+			span.Set("gen_ai.tool.name", name)
+			res := a.callTool(ctx, p, d)
+			traceResult(span, res)
+			span.End("", "")
+			return res.typed()
 		},
 	}
 	return rc, env
@@ -297,7 +365,11 @@ func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry)
 	if res := a.replayed(c, e); res != nil {
 		return res
 	}
+	told := p.lists.generation()
 	res := a.forward(ctx, c, e)
+	if !a.stateless {
+		p.lists.await(ctx, c.session, told)
+	}
 	if c.rec != nil {
 		c.rec.Answered(e.Name, c.args, res.journaled(), false)
 	}
@@ -318,7 +390,7 @@ func (a *Aggregator) retryElsewhere(ctx context.Context, p *profile, c *toolCall
 	}
 	rc, env := a.ruleCall(p, c, alt[0])
 	if refused := a.current.Load().Rules().Before(rc, env); refused != nil {
-		a.metrics.CallAnswered(alt[0].Server, alt[0].Tool, metrics.OutcomeRefused)
+		a.answered(c, alt[0].Server, alt[0].Tool, metrics.OutcomeRefused)
 		return decoded(refused)
 	}
 	a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(c.session), "requested", e.Name, "chosen", alt[0].Name)

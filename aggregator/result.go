@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mcpmux/mcpmux/journal"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,6 +19,19 @@ import (
 type result struct {
 	raw json.RawMessage     // the server's result; nil once decoded
 	res *mcp.CallToolResult // the decoded result; nil until needed
+	// rpc is a server's JSON-RPC error the client gets as it is
+	// (passedOn in failure.go); res then holds the same as an isError
+	// result, for the rules, the journal and mcpmux__call_tool.
+	rpc *jsonrpc.Error
+}
+
+// wireError is the JSON-RPC error the client is answered with instead of
+// the result; nil for a result.
+func (r *result) wireError() error {
+	if r.rpc == nil {
+		return nil
+	}
+	return r.rpc
 }
 
 // decoded returns a result mcpmux made.
@@ -80,18 +94,27 @@ func (r *result) journaled() json.RawMessage {
 // rawResult is a server's result handed to the SDK to send as it is.
 type rawResult struct {
 	mcp.ResultBase
-	raw json.RawMessage
+	raw         json.RawMessage
+	sessionless bool // see markSessionless
 }
 
+// markSessionless has the result carry a resultType, as the SDK's own
+// results do on the sessionless protocol.
+func (r *rawResult) markSessionless() { r.sessionless = true }
+
 // MarshalJSON writes the server's bytes. The SDK sets _meta on results
-// only on the sessionless 2026-07-28 protocol, which mcpmux does not
-// serve; should it ever, the result is decoded to merge it.
+// only on the sessionless 2026-07-28 protocol (its serverInfo); there the
+// result is decoded to merge it.
 func (r *rawResult) MarshalJSON() ([]byte, error) {
+	raw := r.raw
+	if r.sessionless {
+		raw = withResultType(raw)
+	}
 	if len(r.Meta) == 0 {
-		return r.raw, nil
+		return raw, nil
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(r.raw, &m); err != nil {
+	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("adding _meta to a tool result: %w", err)
 	}
 	meta := map[string]any{}

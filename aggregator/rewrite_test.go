@@ -122,7 +122,16 @@ func TestRewriteRulesInThePipeline(t *testing.T) {
 // value of that key never reaches a server, so it cannot take rules away.
 func TestRefusalsTravelInMeta(t *testing.T) {
 	metaOf := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		b, _ := json.Marshal(req.Params.Meta)
+		meta := req.Params.Meta
+		for k := range meta {
+			if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+				delete(meta, k) // MCP 2026-07-28's own, which every request carries
+			}
+		}
+		if len(meta) == 0 {
+			meta = nil
+		}
+		b, _ := json.Marshal(meta)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 	}
 	h := newHarness(t, map[string]*mcp.Server{

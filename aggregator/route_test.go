@@ -78,8 +78,8 @@ func TestSubscribeToUnlistedURIs(t *testing.T) {
 	h := newHarness(t, map[string]*mcp.Server{
 		"files": routedServer("files", "file:///data/a.txt", true, subs),
 		"notes": routedServer("notes", "notes://inbox/1", true, subs),
-	}, "", nil)
-	cs := h.client(DefaultProfile)
+	}, "", pinned2025("files", "notes")) // resources/unsubscribe: MCP 2026-07-28 ends a subscription's stream instead
+	cs := h.clientVersion(DefaultProfile, "2025-11-25") // resources/subscribe is gone from 2026-07-28 on
 	ctx := context.Background()
 	// By scheme and prefix of the URIs each server lists.
 	for _, uri := range []string{"file:///data/later.txt", "notes://inbox/2"} {
@@ -107,7 +107,7 @@ func TestSubscribeGoesToTheOnlyServerThatTakesSubscriptions(t *testing.T) {
 		"docs":  routedServer("docs", "demo://resource/1", true, subs),
 		"plain": routedServer("plain", "plain://x", false, subs),
 	}, "", nil)
-	cs := h.client(DefaultProfile)
+	cs := h.clientVersion(DefaultProfile, "2025-11-25")
 	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "test://watched-resource"}); err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}

@@ -37,9 +37,10 @@ func settings(t *testing.T, yaml string) *config.Settings {
 	return s
 }
 
+// httpClient connects a client of sessions (2025-11-25) over HTTP.
 func httpClient(t *testing.T, url string) (*mcp.ClientSession, error) {
 	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}

@@ -4,8 +4,10 @@ package aggregator
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,7 +17,8 @@ import (
 // statelessServer serves the fixtures over stateless HTTP.
 func statelessServer(t *testing.T, servers map[string]*mcp.Server) (*harness, *httptest.Server) {
 	t.Helper()
-	h := newHarness(t, servers, "", nil)
+	// The servers' requests to their client: MCP 2025-11-25.
+	h := newHarness(t, servers, "", pinned2025(slices.Collect(maps.Keys(servers))...))
 	h.agg = New(&Options{Pool: h.pool, Settings: h.agg.Settings(), Stateless: true})
 	h.agg.Sync()
 	h.agg.MarkReady()
@@ -66,7 +69,7 @@ func TestStateless(t *testing.T) {
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "ok"}}, nil
 		},
-	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("a go-sdk client to a stateless front: %v", err)
 	}

@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/upstream"
 )
 
 // The client-facing seam of tasks (mcptasks.go), where mcpmux handles the
@@ -50,7 +54,8 @@ const (
 // which the SDK answers.
 func liftPayload(payload []byte) ([]byte, bool) {
 	if !bytes.Contains(payload, []byte(`"initialize"`)) &&
-		!(bytes.Contains(payload, []byte(`"tools/call"`)) && bytes.Contains(payload, []byte(`"task"`))) {
+		!(bytes.Contains(payload, []byte(`"tools/call"`)) && bytes.Contains(payload, []byte(`"task"`))) &&
+		!(bytes.Contains(payload, []byte(`"action"`)) && bytes.Contains(payload, []byte(`"content"`))) {
 		return payload, false
 	}
 	trimmed := bytes.TrimSpace(payload)
@@ -85,6 +90,9 @@ func liftMessage(m []byte) ([]byte, bool) {
 	}
 	var method string
 	_ = json.Unmarshal(msg["method"], &method)
+	if method == "" {
+		return liftElicitContent(msg, m)
+	}
 	var params map[string]json.RawMessage
 	if (method != "initialize" && method != "tools/call") || json.Unmarshal(msg["params"], &params) != nil || params == nil {
 		return m, false
@@ -124,6 +132,44 @@ func liftMessage(m []byte) ([]byte, bool) {
 	return out, true
 }
 
+// liftElicitContent lifts the content of a client's answer to
+// elicitation/create (a response whose result has an action and a
+// content) into the result's _meta, as a JSON string of its bytes
+// (upstream.ElicitContentKey): the SDK decodes the content into a map,
+// which would reach the server with its keys re-ordered. m is the
+// message, msg its fields.
+func liftElicitContent(msg map[string]json.RawMessage, m []byte) ([]byte, bool) {
+	var result map[string]json.RawMessage
+	if json.Unmarshal(msg["result"], &result) != nil || result == nil || len(result["action"]) == 0 {
+		return m, false
+	}
+	content := bytes.TrimSpace(result["content"])
+	if len(content) == 0 || content[0] != '{' {
+		return m, false
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := result["_meta"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &meta) != nil || meta == nil {
+			return m, false
+		}
+	}
+	var err error
+	if meta[upstream.ElicitContentKey], err = json.Marshal(string(content)); err != nil {
+		return m, false
+	}
+	if result["_meta"], err = json.Marshal(meta); err != nil {
+		return m, false
+	}
+	if msg["result"], err = json.Marshal(result); err != nil {
+		return m, false
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return m, false
+	}
+	return out, true
+}
+
 // liftReader lifts the fields of every line a stdio client sends: stdio
 // frames each message as one line.
 type liftReader struct {
@@ -131,10 +177,13 @@ type liftReader struct {
 	c   io.Closer
 	out []byte // lifted bytes not read yet
 	err error  // what ended the input
+	// cancelled hears of each request the client cancels
+	// (notifications/cancelled), whose answer must not reach it.
+	cancelled func(id json.RawMessage)
 }
 
-func newLiftReader(in io.ReadCloser) *liftReader {
-	return &liftReader{in: bufio.NewReaderSize(in, 64<<10), c: in}
+func newLiftReader(in io.ReadCloser, cancelled func(json.RawMessage)) *liftReader {
+	return &liftReader{in: bufio.NewReaderSize(in, 64<<10), c: in, cancelled: cancelled}
 }
 
 func (l *liftReader) Read(p []byte) (int, error) {
@@ -145,6 +194,17 @@ func (l *liftReader) Read(p []byte) (int, error) {
 		line, err := l.in.ReadBytes('\n')
 		l.err = err
 		body := bytes.TrimSuffix(line, []byte("\n"))
+		if l.cancelled != nil && bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+			var n struct {
+				Method string `json:"method"`
+				Params struct {
+					RequestID json.RawMessage `json:"requestId"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(body, &n) == nil && n.Method == "notifications/cancelled" && len(n.Params.RequestID) > 0 {
+				l.cancelled(n.Params.RequestID)
+			}
+		}
 		if lifted, ok := liftPayload(body); ok {
 			line = append(lifted, line[len(body):]...)
 		}
@@ -162,18 +222,101 @@ func (l *liftReader) Close() error { return l.c.Close() }
 type stdioOut struct {
 	mu sync.Mutex
 	w  io.Writer
+	// cancelled are the ids of the requests the client cancelled, oldest
+	// first, at most maxCancelled: the SDK answers a cancelled request
+	// all the same, and the spec says it gets no answer, so its answer is
+	// not written.
+	cancelled []string
+	ss        atomic.Pointer[mcp.ServerSession] // once connected
+}
+
+// maxCancelled bounds stdioOut.cancelled: a client that cancels requests
+// already answered leaves their ids behind.
+const maxCancelled = 256
+
+// cancel notes that the client cancelled request id.
+func (o *stdioOut) cancel(id json.RawMessage) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.cancelled) == maxCancelled {
+		o.cancelled = o.cancelled[1:]
+	}
+	o.cancelled = append(o.cancelled, string(bytes.TrimSpace(id)))
 }
 
 func (o *stdioOut) Write(p []byte) (int, error) {
+	if o.unsolicited(p) {
+		// Said to have been written: the SDK must not take the session
+		// for broken.
+		return len(p), nil
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if len(o.cancelled) > 0 && o.answersCancelled(p) {
+		return len(p), nil
+	}
 	return o.w.Write(p)
 }
+
+// answersCancelled reports whether p is the answer to a cancelled
+// request, and forgets that request. o.mu must be held.
+func (o *stdioOut) answersCancelled(p []byte) bool {
+	// The SDK writes an answer as {"jsonrpc":"2.0","id":…,"result" or
+	// "error"…}, a request of mcpmux's with "method" after the id: the id
+	// is read off the bytes, without decoding what may be a large result.
+	const head = `{"jsonrpc":"2.0","id":`
+	if !bytes.HasPrefix(p, []byte(head)) {
+		return false
+	}
+	rest := p[len(head):]
+	end := bytes.IndexByte(rest, ',')
+	if end < 0 || !(bytes.HasPrefix(rest[end:], []byte(`,"result"`)) || bytes.HasPrefix(rest[end:], []byte(`,"error"`))) {
+		return false
+	}
+	i := slices.Index(o.cancelled, string(rest[:end]))
+	if i < 0 {
+		return false
+	}
+	o.cancelled = slices.Delete(o.cancelled, i, i+1)
+	return true
+}
+
+// unsolicited reports whether msg is a change notification outside any
+// subscriptions/listen, for a client that has not initialized a session of
+// 2025-11-25 or older. The go-sdk sends those to every session it does not
+// know as one of 2026-07-28, a client that has sent nothing yet included;
+// but a 2026-07-28 client gets notifications only for its requests and on
+// its listen streams (each stamped with its subscription id), and one that
+// has not said which protocol it speaks must get nothing it did not ask
+// for.
+func (o *stdioOut) unsolicited(msg []byte) bool {
+	if !bytes.Contains(msg, []byte(`"notifications/`)) || bytes.Contains(msg, []byte(metaSubscriptionID)) {
+		return false
+	}
+	if ss := o.ss.Load(); ss != nil {
+		if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion < firstSessionlessVersion {
+			return false
+		}
+	}
+	var n struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(msg, &n) != nil || n.ID != nil {
+		return false
+	}
+	return strings.HasSuffix(n.Method, "/list_changed") || n.Method == "notifications/resources/updated"
+}
+
+const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 
 // Close leaves stdout open, as mcp.StdioTransport does.
 func (o *stdioOut) Close() error { return nil }
 
 func (o *stdioOut) notify(msg []byte) bool {
+	if o.unsolicited(msg) {
+		return false // not sent: see unsolicited
+	}
 	_, err := o.Write(append(msg, '\n'))
 	return err == nil
 }
@@ -183,10 +326,11 @@ func (o *stdioOut) notify(msg []byte) bool {
 // with the seams above.
 func (a *Aggregator) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCloser, out io.Writer) error {
 	w := &stdioOut{w: out}
-	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: newLiftReader(in), Writer: w}, nil)
+	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: newLiftReader(in, w.cancel), Writer: w}, nil)
 	if err != nil {
 		return err
 	}
+	w.ss.Store(ss)
 	a.stdioOuts.Store(ss, w)
 	defer a.stdioOuts.Delete(ss)
 	ended := make(chan error, 1)

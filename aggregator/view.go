@@ -18,6 +18,8 @@ type view struct {
 	cat      *Catalog
 	visible  map[string]*Entry   // exposed name → entry
 	hidden   map[string]*Entry   // blacklisted for this profile
+	blocked  map[[2]string]bool  // the profile's blacklist: {server, tool} pairs
+	held     map[string]*Drift   // changed since pinned, refused (pinning.go)
 	byTool   map[string][]*Entry // server's tool name → visible entries
 	servers  map[string]bool     // servers of the profile; nil means all
 
@@ -60,6 +62,7 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 		byTool:   map[string][]*Entry{},
 	}
 	blocked := pairSet(settings.ToolBlacklist)
+	v.blocked = blocked
 	if p := settings.Profiles[name]; p != nil {
 		if len(p.ToolConfig) > 0 {
 			v.servers = map[string]bool{}
@@ -77,6 +80,13 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 		}
 		if blocked[[2]string{e.Server, e.Tool}] {
 			v.hidden[e.Name] = e
+			continue
+		}
+		if d := cat.drift[e.Name]; d != nil && d.refuse {
+			if v.held == nil {
+				v.held = map[string]*Drift{}
+			}
+			v.held[e.Name] = d
 			continue
 		}
 		v.visible[e.Name] = e
@@ -157,6 +167,29 @@ func inProfile[T any](v *view, all map[string]*Item[T]) (map[string]*Item[T], []
 	}
 	slices.SortFunc(list, func(a, b *Item[T]) int { return a.order.compare(b.order) })
 	return out, list
+}
+
+// blacklistedName is the entry a name the catalog does not hold would
+// have if it did, when the profile's blacklist names its server and tool:
+// a call of it gets the blacklist's answer, as when the server lists it.
+// A replay with catalog: recorded needs that, since the recorded catalogs
+// hold only the tools a session was listed, never the blacklisted ones.
+func (v *view) blacklistedName(name string) *Entry {
+	if len(v.blocked) == 0 {
+		return nil
+	}
+	prefix, tool, ok := SplitName(name, v.settings.Separator, func(prefix string) bool {
+		s, ok := v.cat.ServerForPrefix(prefix)
+		return ok && v.hasServer(s)
+	})
+	if !ok {
+		return nil
+	}
+	server, _ := v.cat.ServerForPrefix(prefix)
+	if !v.blocked[[2]string{server, tool}] {
+		return nil
+	}
+	return &Entry{Name: name, Server: server, Tool: tool}
 }
 
 // hasServer reports whether the profile includes the server.

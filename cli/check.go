@@ -39,7 +39,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 
 	mask := logs.MaskerOf(log) // errors may quote a child's stderr
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tRESTARTS\tTRANSPORT\tDETAIL")
+	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tRESTARTS\tTRANSPORT\tPROTOCOL\tDETAIL")
 	// TOOLS counts what a client can call: not the blacklisted ones, which
 	// DETAIL counts.
 	callable := map[string]int{}
@@ -63,10 +63,14 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		if st.State != upstream.StateUp {
 			failed++
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.State, callable[st.Name], st.Restarts, st.Transport, oneLine(mask.Mask(detail)))
+		protocol := st.Protocol
+		if protocol == "" {
+			protocol = "-" // never connected
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", st.Name, st.State, callable[st.Name], st.Restarts, st.Transport, protocol, oneLine(mask.Mask(detail)))
 	}
 	for _, s := range in.Snapshot().Disabled {
-		fmt.Fprintf(w, "%s\tdisabled\t-\t-\t-\tenabled: false in %s\n", s.Name, s.File)
+		fmt.Fprintf(w, "%s\tdisabled\t-\t-\t-\t-\tenabled: false in %s\n", s.Name, s.File)
 	}
 	w.Flush()
 	if len(in.Snapshot().Errors) > 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/mcpmux/mcpmux/journal/report"
 )
@@ -13,7 +14,8 @@ import (
 func journalCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("journal", stdout, stderr)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	htmlFile := fs.String("html", "", "also write a self-contained HTML page (a table and a timeline per task) to `FILE`")
+	htmlFile := fs.String("html", "", "also write a self-contained HTML page (a table of the tasks, then a timeline and the calls of each) to `FILE`")
+	order := fs.String("sort", report.SortStart, "order the tasks by `ORDER`: "+strings.Join(report.SortOrders, ", ")+" (errors: most errors first)")
 	dirs, code, ok := parseWithPositionals(fs, args)
 	if !ok {
 		return code
@@ -25,6 +27,9 @@ func journalCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux journal:", err)
 		return 1
+	}
+	if !r.Sort(*order) {
+		return flagError(fs, fmt.Errorf("unknown --sort %q (%s)", *order, strings.Join(report.SortOrders, ", ")))
 	}
 	if *htmlFile != "" {
 		if err := writeHTML(r, *htmlFile); err != nil {

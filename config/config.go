@@ -9,6 +9,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpmux/mcpmux/rewrite"
+	"github.com/mcpmux/mcpmux/tracing"
 )
 
 // Defaults used when a setting is absent.
@@ -37,6 +39,17 @@ const (
 const (
 	SessionShared    = "shared"     // one connection for all clients
 	SessionPerClient = "per-client" // one connection (child) per client session
+	// SessionAuto is shared unless the server keeps state per session
+	// that its clients must not share (upstream decides, see
+	// upstream.Server.PerClient): then per-client.
+	SessionAuto = "auto"
+)
+
+// Protocol eras of a server (Server.Protocol).
+const (
+	ProtocolAuto = "auto"       // server/discover once per connection: 2026-07-28 when offered, else initialize
+	Protocol2025 = "2025-11-25" // initialize, sessions, server-to-client requests
+	Protocol2026 = "2026-07-28" // stateless: server/discover, per-request _meta, multi round-trip requests
 )
 
 // Transports of a url: server.
@@ -62,7 +75,7 @@ type Server struct {
 	Cwd            string                   `koanf:"cwd"`     // relative to the config directory; empty means mcpmux's own
 	Timeout        time.Duration            `koanf:"timeout"` // zero means Settings.Timeout
 	ToolTimeout    map[string]time.Duration `koanf:"tool_timeouts"`
-	Session        string                   `koanf:"session"`      // SessionShared or SessionPerClient
+	Session        string                   `koanf:"session"`      // SessionAuto, SessionShared or SessionPerClient
 	IdleTimeout    time.Duration            `koanf:"idle_timeout"` // per-client sessions
 	ConnectTimeout time.Duration            `koanf:"connect_timeout"`
 	// MaxConcurrency bounds the calls running at once on one connection
@@ -86,6 +99,14 @@ type Server struct {
 	// Auth is how mcpmux authorizes itself to a url: server (OAuth); nil
 	// means it sends only Headers.
 	Auth *Auth `koanf:"auth"`
+	// Cost is the price of each call of the server's tools, ToolCosts of
+	// one tool's (by the server's own name); nil means no price.
+	Cost      *Price            `koanf:"cost"`
+	ToolCosts map[string]*Price `koanf:"tool_costs"`
+	// Protocol is the MCP era mcpmux speaks with the server: ProtocolAuto
+	// (the default), Protocol2025 or Protocol2026 (pinned: a server that
+	// does not speak it fails to connect, saying so).
+	Protocol string `koanf:"protocol"`
 
 	// File is the path the server was read from; Hash identifies its
 	// content, so that an unchanged file can be recognised on reload.
@@ -117,6 +138,10 @@ func (s *Server) IsRemote() bool { return s.URL != "" }
 // PerClient reports whether each client session gets its own connection.
 func (s *Server) PerClient() bool { return s.Session == SessionPerClient }
 
+// AutoSession reports whether the server's session mode is decided when it
+// is up (session: auto, the default).
+func (s *Server) AutoSession() bool { return s.Session == SessionAuto }
+
 // CallTimeout is the deadline for a call of tool, given the global default.
 func (s *Server) CallTimeout(tool string, global time.Duration) time.Duration {
 	if d, ok := s.ToolTimeout[tool]; ok && d > 0 {
@@ -138,6 +163,10 @@ func (s *Server) normalize(stem string) {
 	if s.Name == "" {
 		s.Name = stem
 	}
+	s.Cost.normalize()
+	for _, p := range s.ToolCosts {
+		p.normalize()
+	}
 	switch s.Type {
 	case "streamable-http", "streamable_http", "streamableHttp":
 		s.Type = TransportStreamable
@@ -154,11 +183,14 @@ func (s *Server) normalize(stem string) {
 		if s.Name == "playwright" {
 			s.Session = SessionPerClient
 		} else {
-			s.Session = SessionShared
+			s.Session = SessionAuto
 		}
 	}
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = DefaultIdleTimeout
+	}
+	if s.Protocol == "" {
+		s.Protocol = ProtocolAuto
 	}
 	if s.ResumeTimeout == 0 {
 		s.ResumeTimeout = DefaultResumeTimeout
@@ -196,8 +228,24 @@ func (s *Server) Validate() error {
 		}
 		return fieldErr("type", err)
 	}
-	if s.Session != SessionShared && s.Session != SessionPerClient {
-		return fieldErr("session", fmt.Errorf("unknown session mode %q (shared, per-client)", s.Session))
+	if err := s.Cost.validate("cost"); err != nil {
+		return err
+	}
+	for _, tool := range slices.Sorted(maps.Keys(s.ToolCosts)) {
+		if err := s.ToolCosts[tool].validate("tool_costs." + tool); err != nil {
+			return err
+		}
+	}
+	if s.Session != SessionShared && s.Session != SessionPerClient && s.Session != SessionAuto {
+		return fieldErr("session", fmt.Errorf("unknown session mode %q (auto, shared, per-client)", s.Session))
+	}
+	switch s.Protocol {
+	case ProtocolAuto, Protocol2025, Protocol2026:
+	default:
+		return fieldErr("protocol", fmt.Errorf("unknown protocol %q (auto, %s, %s)", s.Protocol, Protocol2025, Protocol2026))
+	}
+	if s.Protocol == Protocol2026 && s.Type == TransportSSE {
+		return fieldErr("protocol", fmt.Errorf("%s has no legacy SSE transport: use type: http", Protocol2026))
 	}
 	if p := s.NamePrefix(); p != "" && !serverNameRE.MatchString(p) {
 		return fieldErr("prefix", fmt.Errorf("%q is not a valid prefix (letters, digits, '_', '.', '-')", p))
@@ -216,7 +264,7 @@ func (s *Server) Validate() error {
 	switch {
 	case s.MaxClients < 0:
 		return fieldErr("max_clients", fmt.Errorf("must not be negative (0 means unlimited)"))
-	case s.MaxClients > 0 && !s.PerClient():
+	case s.MaxClients > 0 && s.Session == SessionShared:
 		return fieldErr("max_clients", fmt.Errorf("bounds the connections of a session: per-client server, and this one is %s", s.Session))
 	}
 	return s.validateAuth()
@@ -290,6 +338,16 @@ type Settings struct {
 	// Replay answers calls from a journal instead of the servers; nil
 	// means every call goes to its server.
 	Replay *Replay `koanf:"replay"`
+	// Pin holds the tools to the definitions of a recorded run or a
+	// manifest; ToolPinning to those first seen, kept in
+	// ToolPinningState (set by Load: ToolPinningStateFile in the config
+	// directory).
+	Pin              *Pin   `koanf:"pin"`
+	ToolPinning      bool   `koanf:"tool_pinning"`
+	ToolPinningState string `koanf:"-"`
+	// Tracing exports OpenTelemetry spans of every request over OTLP; nil
+	// means off, unless OTEL_TRACES_EXPORTER=otlp (see package tracing).
+	Tracing *Tracing `koanf:"tracing"`
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
@@ -355,6 +413,9 @@ type (
 	Rule     = rewrite.Spec
 	Fallback = rewrite.FallbackSpec
 )
+
+// Tracing is the tracing key, as package tracing defines it.
+type Tracing = tracing.Config
 
 // DefaultSettings returns the settings used when mcpmux.yaml is absent.
 func DefaultSettings() *Settings {
@@ -461,6 +522,9 @@ func (s *Settings) Validate() error {
 	if err := s.validateRecording(); err != nil {
 		return err
 	}
+	if field, err := s.Tracing.Validate(); err != nil {
+		return fieldErr("tracing."+field, err)
+	}
 	return s.validateSecurity()
 }
 
@@ -565,6 +629,10 @@ type Snapshot struct {
 	Disabled []*Server
 	// Errors are the files that could not be used, sorted by file.
 	Errors []*FileError
+	// Offline are the server files not read because they name an unset
+	// environment variable while replay.catalog: recorded starts no
+	// server: no error, since nothing would use the value.
+	Offline []*FileError
 
 	failedSecrets []string // of files in Errors, for Secrets
 }

@@ -147,7 +147,7 @@ func TestLoadMiroFlowShapedFiles(t *testing.T) {
 		t.Errorf("http server = %+v", docs)
 	}
 	for _, srv := range snap.Servers {
-		if srv.Session != SessionShared || srv.NamePrefix() != srv.Name || srv.CallTimeout("x", 0) != DefaultTimeout {
+		if srv.Session != SessionAuto || srv.NamePrefix() != srv.Name || srv.CallTimeout("x", 0) != DefaultTimeout {
 			t.Errorf("%s: defaults session=%q prefix=%q timeout=%v", srv.Name, srv.Session, srv.NamePrefix(), srv.CallTimeout("x", 0))
 		}
 	}
@@ -362,7 +362,7 @@ func TestRecordingSettings(t *testing.T) {
 		"journal: {dir: j, max_bytes: 10}\n":                 "journal.max_bytes: 10B is too small",
 		"journal: {dir: runs}\nreplay: {from: ./runs/}\n":    `replay.from: "./runs/" is also journal.dir`,
 		"replay: {from: r, catalog: recorded, miss: call}\n": `replay.miss: "call" needs the servers`,
-		"replay: {from: r, miss: later}\n":                   `replay.miss: unknown value "later" (error, call)`,
+		"replay: {from: r, miss: later}\n":                   `replay.miss: unknown value "later" (error, call, record)`,
 		"journal: {max_bytes: 1MiB}\n":                       "journal.dir: missing",
 	} {
 		_, ferr := ParseSettings("mcpmux.yaml", []byte(doc), env(nil))
@@ -394,5 +394,59 @@ func TestRecordingDirsAreRelativeToTheConfig(t *testing.T) {
 	}
 	if got := snap.Settings.Replay.From; got != "/abs/yesterday" || !snap.Settings.ReplaysCatalog() {
 		t.Errorf("replay = %+v", snap.Settings.Replay)
+	}
+}
+
+// Offline replay starts no server: a server file naming an unset variable
+// is no error then (it is when the servers run).
+func TestOfflineReplayNeedsNoServerVariables(t *testing.T) {
+	for _, tc := range []struct {
+		catalog         string
+		errors, offline int
+	}{{"recorded", 0, 1}, {"live", 1, 0}} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, SettingsFile), []byte("replay: {from: runs, catalog: "+tc.catalog+"}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, ToolDir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ToolDir, "search.yaml"), []byte("tool_command: x\nenv: {KEY: \"${oc.env:SERPER_API_KEY}\"}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := Load(dir, &Options{Lookup: env(nil)})
+		if err != nil || len(snap.Errors) != tc.errors || len(snap.Offline) != tc.offline {
+			t.Errorf("catalog %s: %v, errors %v, offline %v", tc.catalog, err, snap.Errors, snap.Offline)
+		}
+	}
+}
+
+// protocol: takes the eras as written, quoted or not (YAML reads an
+// unquoted 2025-11-25 as a date), defaults to auto, and refuses others.
+func TestServerProtocol(t *testing.T) {
+	for _, c := range []struct{ yaml, want, err string }{
+		{"", ProtocolAuto, ""},
+		{"protocol: auto\n", ProtocolAuto, ""},
+		{"protocol: 2025-11-25\n", Protocol2025, ""},
+		{"protocol: 2026-07-28\n", Protocol2026, ""},
+		{"protocol: \"2026-07-28\"\n", Protocol2026, ""},
+		{"protocol: 2024-11-05\n", "", `unknown protocol "2024-11-05"`},
+		{"protocol: 2026-07-28\ntype: sse\nurl: http://x/sse\n", "", "no legacy SSE transport"},
+	} {
+		body := "name: x\n" + c.yaml
+		if !strings.Contains(c.yaml, "url:") {
+			body += "tool_command: x\n"
+		}
+		s, err := ParseServer("x.yaml", []byte(body), nil)
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want %q", c.yaml, err, c.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", c.yaml, err)
+		case s.Protocol != c.want:
+			t.Errorf("%q: protocol %q, want %q", c.yaml, s.Protocol, c.want)
+		}
 	}
 }

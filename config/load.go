@@ -83,6 +83,13 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 			continue
 		}
 		srv, ferr := ParseServer(path, data, lookup)
+		if ferr != nil && snap.Settings.ReplaysCatalog() && errors.As(ferr, new(*MissingVarError)) {
+			// Offline replay starts no server: a variable only its
+			// process would get is no error.
+			snap.Offline = append(snap.Offline, ferr)
+			snap.failedSecrets = append(snap.failedSecrets, looseSecrets(data, lookup)...)
+			continue
+		}
 		if ferr != nil {
 			snap.Errors = append(snap.Errors, ferr)
 			// Its error may quote a value; mask what can be read.
@@ -252,7 +259,7 @@ func expandTree(path string, data []byte, m map[string]any, at []string, lookup 
 		}
 		expanded, err := expandAll(m[key], lookup, found)
 		if err != nil {
-			return &FileError{File: path, Line: lineOfPath(data, field), Err: fmt.Errorf("%s: %v", strings.Join(field, "."), err)}
+			return &FileError{File: path, Line: lineOfPath(data, field), Err: fmt.Errorf("%s: %w", strings.Join(field, "."), err)}
 		}
 		m[key] = expanded
 	}
@@ -334,6 +341,13 @@ func scalarToStringHook(from, to reflect.Type, data any) (any, error) {
 		return strconv.FormatUint(v, 10), nil
 	case float64:
 		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case time.Time:
+		// YAML reads an unquoted date (protocol: 2025-11-25) as a time:
+		// the text is what was written.
+		if v.Equal(v.Truncate(24*time.Hour)) && v.Location() == time.UTC {
+			return v.Format(time.DateOnly), nil
+		}
+		return v.Format(time.RFC3339Nano), nil
 	}
 	return data, nil
 }
@@ -344,12 +358,25 @@ var (
 	yamlLineRE     = regexp.MustCompile(`line (\d+)`)
 )
 
+// topLevel reports whether a mapstructure error's field name is the top
+// level of a value of type t: "" before mapstructure 2.5, the type's name
+// ("config.Settings") since.
+func topLevel(t reflect.Type, name string) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return name == "" || (t != nil && name == t.String())
+}
+
 // decodeError turns a mapstructure error from decoding into a value of
 // type t into a FileError that names the field and, where it can be found,
 // its line. An unknown key comes with the key that was likely meant.
 func decodeError(path string, data []byte, t reflect.Type, err error) *FileError {
 	msg := err.Error()
 	if m := invalidKeysRE.FindStringSubmatch(msg); m != nil {
+		if topLevel(t, m[1]) {
+			m[1] = "" // mapstructure ≥ 2.5 names the top level by its type
+		}
 		keys := strings.Split(m[2], ", ")
 		fieldPath := splitFieldPath(m[1])
 		line := lineOfPath(data, append(fieldPath, keys[0]))

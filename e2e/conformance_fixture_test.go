@@ -40,7 +40,10 @@ import (
 // fixture mode "conformance" it is a child of mcpmux.
 func conformanceFixture() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcp-conformance-test-server", Version: "1.0.0"}, &mcp.ServerOptions{
-		Instructions: "A fixture in the style of the conformance suite's reference server.",
+		// The reference server of the 2025-11-25 suite: it asks its client
+		// with requests of its own, and runs tasks of that era.
+		SupportedProtocolVersions: protocols2025(),
+		Instructions:              "A fixture in the style of the conformance suite's reference server.",
 		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}, Total: 0}}, nil
 		},

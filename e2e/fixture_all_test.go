@@ -18,6 +18,8 @@ import (
 // completions, and cancellation.
 func allFixture() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "all-fixture", Version: "1"}, &mcp.ServerOptions{
+		// It asks its client with requests of its own during a call.
+		SupportedProtocolVersions: protocols2025(),
 		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			var values []string
 			for _, v := range []string{"red", "green", "blue", "grey"} {

@@ -26,6 +26,8 @@ var fixtures = map[string]func() *mcp.Server{
 	// conformance is the reference-style server of the conformance
 	// suite's runs (conformance_fixture_test.go).
 	"conformance": conformanceFixture,
+	// only2026 speaks MCP 2026-07-28 only (era2026_fixture_test.go).
+	"only2026": only2026Stdio,
 }
 
 // runFixture serves mode on stdio, or misbehaves as the mode says.

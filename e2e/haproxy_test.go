@@ -157,7 +157,7 @@ type lbClient struct {
 
 // connect starts a session and learns where it landed.
 func (c *lbClient) connect(ctx context.Context) error {
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-lb", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.url}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-lb", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.url}, legacySession)
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
@@ -420,7 +420,7 @@ func TestHAProxyStateless(t *testing.T) {
 	}
 	url, lbLog := startHAProxy(t, replicas)
 	connect := func(endpoint string) *mcp.ClientSession {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-lb", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-lb", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, legacySession)
 		if err != nil {
 			t.Fatalf("connecting to %s: %v", endpoint, err)
 		}

@@ -173,6 +173,13 @@ func startStdio(t *testing.T, dir string, args ...string) (*mcp.ClientSession, *
 
 func startStdioWith(t *testing.T, dir string, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *process) {
 	t.Helper()
+	return startStdioSession(t, dir, opts, legacySession, args...)
+}
+
+// startStdioSession is startStdioWith with the client's session options
+// (its protocol version).
+func startStdioSession(t *testing.T, dir string, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions, args ...string) (*mcp.ClientSession, *process) {
+	t.Helper()
 	cmd := exec.Command(mcpmuxBin, append([]string{"--config", dir, "--log-level", "debug"}, args...)...)
 	p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
 	cmd.Stderr = p.logs
@@ -202,13 +209,18 @@ func startStdioWith(t *testing.T, dir string, opts *mcp.ClientOptions, args ...s
 			_ = cmd.Process.Kill()
 		}
 	})
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(testContext(t), &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(testContext(t), &mcp.IOTransport{Reader: stdout, Writer: stdin}, sessOpts)
 	if err != nil {
 		t.Fatalf("connecting to mcpmux over stdio: %v\nlog:\n%s", err, p.logs.String())
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs, p
 }
+
+// legacySession pins a go-sdk client to 2025-11-25, the protocol of
+// sessions that most tests are about: a v1.8.0 client would otherwise
+// negotiate 2026-07-28 with mcpmux (see sessionless_test.go for those).
+var legacySession = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 
 var urlRE = regexp.MustCompile(`url=(http://[^ ]+)/mcp`)
 
@@ -264,7 +276,7 @@ func connectURL(t *testing.T, endpoint string, header http.Header) (*mcp.ClientS
 	t.Helper()
 	hc := &http.Client{Transport: headerRoundTripper{header}}
 	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(testContext(t), transport, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(testContext(t), transport, legacySession)
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
 	}

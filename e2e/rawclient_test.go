@@ -20,8 +20,8 @@ import (
 type rawClient struct {
 	t      *testing.T
 	caps   rawCaps
-	stdin  io.WriteCloser
-	proc   *exec.Cmd
+	send   func([]byte) // writes one message to the server
+	http   bool         // over Streamable HTTP; else stdio
 	writeM sync.Mutex
 
 	mu      sync.Mutex
@@ -39,6 +39,7 @@ type rawCaps struct {
 	// tasks: it calls tools as tasks, and runs the server's sampling and
 	// elicitation requests as tasks when asked (tasks.requests)
 	tasks bool
+	root  string // the root it answers roots/list with; file:///work/project if empty
 }
 
 func (c rawCaps) String() string {
@@ -60,11 +61,12 @@ type rawReply struct {
 // 2025-11-25, after before (if not nil) returns.
 func startRawClient(t *testing.T, cmd *exec.Cmd, caps rawCaps, before func()) (*rawClient, json.RawMessage) {
 	t.Helper()
-	c := &rawClient{t: t, caps: caps, proc: cmd, waiting: map[int]chan rawReply{}, done: make(chan struct{})}
-	var err error
-	if c.stdin, err = cmd.StdinPipe(); err != nil {
+	c := &rawClient{t: t, caps: caps, waiting: map[int]chan rawReply{}, done: make(chan struct{})}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
+	c.send = func(b []byte) { _, _ = stdin.Write(append(b, '\n')) }
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +78,7 @@ func startRawClient(t *testing.T, cmd *exec.Cmd, caps rawCaps, before func()) (*
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = c.stdin.Close()
+		_ = stdin.Close()
 		select {
 		case <-c.done:
 		case <-time.After(10 * time.Second):
@@ -88,6 +90,13 @@ func startRawClient(t *testing.T, cmd *exec.Cmd, caps rawCaps, before func()) (*
 	if before != nil {
 		before()
 	}
+	return c, c.initialize()
+}
+
+// initialize opens the session on protocol 2025-11-25 with c's
+// capabilities, and returns the server's answer.
+func (c *rawClient) initialize() json.RawMessage {
+	caps := c.caps
 	capabilities := `{}`
 	switch {
 	case caps.tasks:
@@ -97,7 +106,7 @@ func startRawClient(t *testing.T, cmd *exec.Cmd, caps rawCaps, before func()) (*
 	}
 	init := c.call("initialize", json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"1"}}`))
 	c.notify("notifications/initialized", nil)
-	return c, init
+	return init
 }
 
 func (c *rawClient) write(msg any) {
@@ -107,7 +116,7 @@ func (c *rawClient) write(msg any) {
 	}
 	c.writeM.Lock()
 	defer c.writeM.Unlock()
-	_, _ = c.stdin.Write(append(b, '\n'))
+	c.send(b)
 }
 
 // read dispatches what the server sends: answers to their callers,
@@ -179,7 +188,11 @@ func (c *rawClient) reply(reply map[string]any, method string, params json.RawMe
 	case !c.caps.host:
 		reply["error"] = map[string]any{"code": -32601, "message": "Method not found: " + method}
 	case method == "roots/list":
-		reply["result"] = map[string]any{"roots": []any{map[string]any{"uri": "file:///work/project", "name": "project"}}}
+		root := c.caps.root
+		if root == "" {
+			root = "file:///work/project"
+		}
+		reply["result"] = map[string]any{"roots": []any{map[string]any{"uri": root, "name": "project"}}}
 	case method == "sampling/createMessage":
 		// The content's fields in the order hosts write them (and the
 		// go-sdk, which re-encodes a sampling result on its way through
@@ -193,8 +206,9 @@ func (c *rawClient) reply(reply map[string]any, method string, params json.RawMe
 		if p.Mode == "url" {
 			reply["result"] = map[string]any{"action": "decline"}
 		} else {
-			// Only the required field: the server must get just that.
-			reply["result"] = map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}
+			// Its keys out of order: the server must get the client's
+			// bytes, not a re-encoding (server-everything prints them).
+			reply["result"] = map[string]any{"action": "accept", "content": json.RawMessage(`{"name":"Ada","check":true,"integer":7}`)}
 		}
 	default:
 		reply["error"] = map[string]any{"code": -32601, "message": "Method not found: " + method}
@@ -262,17 +276,7 @@ func (c *rawClient) answerPlain(result *map[string]any, method string, params js
 // returned as {"error": ...}, so that it can be compared like a result.
 func (c *rawClient) call(method string, params any) json.RawMessage {
 	c.t.Helper()
-	c.mu.Lock()
-	c.nextID++
-	id := c.nextID
-	ch := make(chan rawReply, 1)
-	c.waiting[id] = ch
-	c.mu.Unlock()
-	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
-	c.write(msg)
+	_, ch := c.start(method, params)
 	select {
 	case r := <-ch:
 		if r.err != nil {
@@ -285,6 +289,23 @@ func (c *rawClient) call(method string, params any) json.RawMessage {
 		c.t.Fatalf("%s: no answer", method)
 	}
 	return nil
+}
+
+// start sends a request and returns its id and where its answer will
+// arrive.
+func (c *rawClient) start(method string, params any) (int, chan rawReply) {
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	ch := make(chan rawReply, 1)
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	c.write(msg)
+	return id, ch
 }
 
 func (c *rawClient) notify(method string, params any) {

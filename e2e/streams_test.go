@@ -197,7 +197,7 @@ func TestServerClosesStreamMidCall(t *testing.T) {
 	dir := writeConfig(t, map[string]string{"tool/x.yaml": "name: x\n" + cfg})
 	p := startHTTP(t, dir)
 	// A client that resumes its streams, as the go-sdk's does by default.
-	viaHTTP, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(testContext(t), &mcp.StreamableClientTransport{Endpoint: p.url + "/mcp"}, nil)
+	viaHTTP, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(testContext(t), &mcp.StreamableClientTransport{Endpoint: p.url + "/mcp"}, legacySession)
 	if err != nil {
 		t.Fatal(err)
 	}

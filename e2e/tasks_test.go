@@ -181,7 +181,7 @@ func TestTaskRequiredToolThroughMcpmux(t *testing.T) {
 				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": false}}, nil
 				},
-			}).Connect(testContext(t), &mcp.StreamableClientTransport{Endpoint: p.url + "/mcp", MaxRetries: -1}, nil)
+			}).Connect(testContext(t), &mcp.StreamableClientTransport{Endpoint: p.url + "/mcp", MaxRetries: -1}, legacySession)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -115,8 +115,8 @@ func (tg *target) name(n string) string   { return tg.prefix + n }
 func (tg *target) unname(n string) string { return strings.TrimPrefix(n, tg.prefix) }
 
 // connectTarget connects the transparency client over transport, always on
-// protocol 2025-11-25 (mcpmux serves no later one; a direct 2026-07-28
-// session would differ by its per-result protocol fields alone).
+// protocol 2025-11-25 (a 2026-07-28 session, directly or through mcpmux,
+// would differ by its per-result protocol fields alone: serverInfo).
 func connectTarget(t *testing.T, transport mcp.Transport, prefix string) *target {
 	t.Helper()
 	rec := newRecorder()

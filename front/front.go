@@ -90,7 +90,7 @@ type Front struct {
 	events   *mcp.MemoryEventStore // for clients to resume dropped streams
 	sessions *sessionTracker
 
-	handlers sync.Map // *mcp.Server (a profile's) → *mcp.StreamableHTTPHandler
+	handlers sync.Map // handlerKey → *mcp.StreamableHTTPHandler
 }
 
 // New returns the front of opts.Engine.
@@ -147,9 +147,9 @@ func (f *Front) forgetRemovedProfiles(s *config.Settings) {
 			current[srv] = true
 		}
 	}
-	f.handlers.Range(func(srv, _ any) bool {
-		if !current[srv.(*mcp.Server)] {
-			f.handlers.Delete(srv)
+	f.handlers.Range(func(k, _ any) bool {
+		if !current[k.(handlerKey).server] {
+			f.handlers.Delete(k)
 		}
 		return true
 	})
@@ -212,6 +212,14 @@ func (f *Front) serveMCP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("404 unknown profile %q; profiles: %s (or /mcp for all tools)", name, strings.Join(settings.ProfileNames(), ", ")), http.StatusNotFound)
 		return
 	}
+	if sessionless(r, body) {
+		// A 2026-07-28 request stands alone, whatever the mode: no session
+		// to admit or track, no stream of a session (see sessionless).
+		sw := newSSEWriter(w)
+		defer sw.finish()
+		f.handler(server, name, true).ServeHTTP(sw, r)
+		return
+	}
 	stateless := f.engine.Stateless()
 	opens := opensSession(r, body, stateless)
 	if opens && f.engine.Draining() {
@@ -251,12 +259,21 @@ func (f *Front) serveMCP(w http.ResponseWriter, r *http.Request) {
 // sessionIDHeader is the Streamable HTTP session header.
 const sessionIDHeader = "Mcp-Session-Id"
 
-// handler returns the Streamable HTTP handler of a profile's server,
+// A handlerKey names one of a profile's two handlers: the one with
+// sessions (2025-11-25 and older clients, unless --stateless) and the
+// stateless one (2026-07-28 clients, and every client with --stateless).
+type handlerKey struct {
+	server    *mcp.Server
+	stateless bool
+}
+
+// handler returns a Streamable HTTP handler of a profile's server,
 // creating it on first use. The handler keeps the profile's client
 // sessions; a profile removed and added again has a new server, and so a
 // new handler.
 func (f *Front) handler(server *mcp.Server, profile string, stateless bool) *mcp.StreamableHTTPHandler {
-	if h, ok := f.handlers.Load(server); ok {
+	key := handlerKey{server, stateless}
+	if h, ok := f.handlers.Load(key); ok {
 		return h.(*mcp.StreamableHTTPHandler)
 	}
 	opts := &mcp.StreamableHTTPOptions{
@@ -276,7 +293,7 @@ func (f *Front) handler(server *mcp.Server, profile string, stateless bool) *mcp
 		opts.Stateless = true
 		opts.EventStore = nil
 	}
-	h, _ := f.handlers.LoadOrStore(server, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, opts))
+	h, _ := f.handlers.LoadOrStore(key, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, opts))
 	return h.(*mcp.StreamableHTTPHandler)
 }
 

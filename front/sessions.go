@@ -226,3 +226,38 @@ func refuseDraining(w http.ResponseWriter, body []byte) {
 	writeRPCError(w, http.StatusServiceUnavailable, peekID(body), codeServerBusy,
 		"this mcpmux is shutting down and takes no new sessions: connect again (behind a load balancer, to another replica)")
 }
+
+// sessionless reports whether r is a request of the sessionless protocol
+// (MCP 2026-07-28 and later): its MCP-Protocol-Version header names such a
+// version, or, without the header, its body's
+// _meta["io.modelcontextprotocol/protocolVersion"] does (the stateless
+// handler then answers the missing header as the spec says, -32020). The
+// go-sdk serves these only from a stateless handler, its documented way;
+// mcpmux gives each profile's server one beside the handler with sessions,
+// and chooses per request, as the spec's backward compatibility asks of a
+// server of both eras.
+func sessionless(r *http.Request, body []byte) bool {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+		return v >= firstSessionlessVersion
+	}
+	if r.Method != http.MethodPost || !bytes.Contains(body, []byte(metaProtocolVersion)) {
+		return false
+	}
+	var msg struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return false
+	}
+	v, _ := msg.Params.Meta[metaProtocolVersion].(string)
+	return v >= firstSessionlessVersion
+}
+
+const (
+	// firstSessionlessVersion is the first protocol version without
+	// initialize and sessions. Versions are dates: they sort as strings.
+	firstSessionlessVersion = "2026-07-28"
+	metaProtocolVersion     = "io.modelcontextprotocol/protocolVersion"
+)

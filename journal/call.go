@@ -30,20 +30,37 @@ type Call struct {
 
 // record is the state shared by a call and the calls it derives.
 type record struct {
-	j       *Journal
+	j       *Journal // nil: the line goes only to frozen
 	start   time.Time
 	line    CallLine
 	catalog func() []Server
 	answers []Answer
+	// frozen is the journal a replay with miss: record appends to: the
+	// line goes there too when a server answered the call (live).
+	frozen *Journal
+	live   bool
 }
 
 // Begin starts the record of a client's call; nil if the journal is off.
-func (j *Journal) Begin(s Start) *Call {
+func (j *Journal) Begin(s Start) *Call { return j.BeginFrozen(s, nil) }
+
+// BeginFrozen starts the record of a client's call for j, if it is on,
+// and for frozen, the journal a replay with miss: record answers from,
+// if it is on: the call's line is appended to frozen too when a server
+// answered it (not a replay) and mcpmux saw no failure (a timeout, a lost
+// connection: nothing to answer again). Nil if neither is on.
+func (j *Journal) BeginFrozen(s Start, frozen *Journal) *Call {
+	if !frozen.On() {
+		frozen = nil
+	}
 	if !j.On() {
-		return nil
+		if frozen == nil {
+			return nil
+		}
+		j = nil
 	}
 	now := time.Now()
-	r := &record{j: j, start: now, catalog: s.Catalog}
+	r := &record{j: j, frozen: frozen, start: now, catalog: s.Catalog}
 	r.line.Header = Header{Kind: KindCall, Time: now.UTC(), Task: s.Task, Session: s.Session, Client: s.Client, Profile: s.Profile}
 	r.line.Tool, r.line.Arguments = s.Tool, s.Arguments
 	return &Call{rec: r}
@@ -104,8 +121,39 @@ func (c *Call) Answered(tool string, args, result json.RawMessage, replayed bool
 	}
 	if replayed {
 		c.rec.line.Replayed = true
+	} else {
+		c.rec.live = true
 	}
 	c.rec.answers = append(c.rec.answers, Answer{Tool: tool, Arguments: args, Result: result})
+}
+
+// Charged adds the price of a server's call (or, free, the reason a
+// priced call cost nothing: "replayed") to the call's cost.
+func (c *Call) Charged(amount float64, currency, free string) {
+	if c == nil {
+		return
+	}
+	l := &c.rec.line
+	if l.Cost == nil {
+		l.Cost = &Cost{Currency: currency}
+	}
+	if free != "" {
+		if l.Cost.Amount == 0 {
+			l.Cost.Free = free
+		}
+		return
+	}
+	l.Cost.Amount += amount
+	l.Cost.Free = ""
+}
+
+// Drifted records what changed in the called tool's definition since it
+// was pinned.
+func (c *Call) Drifted(what string) {
+	if c == nil || c.derived {
+		return
+	}
+	c.rec.line.Drift = what
 }
 
 // End writes the call's line, with result, what the client gets, encoded,
@@ -133,7 +181,12 @@ func (c *Call) End(result json.RawMessage, isError bool) {
 			l.Answers = &[]Answer{}
 		}
 	}
-	r.j.writeCall(r)
+	if r.j != nil {
+		r.j.writeCall(r)
+	}
+	if r.frozen != nil && r.live && l.Failure == "" {
+		r.frozen.writeCall(r)
+	}
 }
 
 // writeCall writes a call's line, masked, after the task's catalog of the
@@ -236,8 +289,10 @@ func (j *Journal) encodeCall(l *CallLine) ([]byte, bool) {
 		Failure     string    `json:"failure,omitempty"`
 		Timeout     string    `json:"timeout,omitempty"`
 		Replayed    bool      `json:"replayed,omitempty"`
+		Cost        *Cost     `json:"cost,omitempty"`
+		Drift       string    `json:"drift,omitempty"`
 		Answers     *[]Answer `json:"answers,omitempty"`
-	}{l.IsError, l.DurationMS, l.Rule, l.Action, l.Hits, l.CorrectedTo, l.Failure, l.Timeout, l.Replayed, l.Answers})
+	}{l.IsError, l.DurationMS, l.Rule, l.Action, l.Hits, l.CorrectedTo, l.Failure, l.Timeout, l.Replayed, l.Cost, l.Drift, l.Answers})
 	if !ok {
 		return nil, false
 	}

@@ -47,6 +47,12 @@ type CallLine struct {
 	Failure     string `json:"failure,omitempty"` // the kind of failure: timeout, lost, unavailable, ...
 	Timeout     string `json:"timeout,omitempty"` // the timeout a timed-out call ran into
 	Replayed    bool   `json:"replayed,omitempty"`
+	// Cost is what the servers' calls cost (cost: of the tool or server),
+	// when it has a price; a replayed call costs nothing and says so.
+	Cost *Cost `json:"cost,omitempty"`
+	// Drift says what changed in the tool's definition since it was
+	// pinned (pin: or tool_pinning:), when it did.
+	Drift string `json:"drift,omitempty"`
 	// Answers are what the run steps of the call answered (a server, or a
 	// replay), when that is not simply Result for Tool and Arguments:
 	// empty for a call no server answered (refused, unknown tool, a meta
@@ -65,6 +71,15 @@ type CatalogLine struct {
 type Line struct {
 	CallLine
 	Servers []Server `json:"servers,omitempty"`
+}
+
+// Cost is the price of a call.
+type Cost struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+	// Free says why a priced call cost nothing: "replayed" (answered from
+	// the journal, no server called).
+	Free string `json:"free,omitempty"`
 }
 
 // Client names the client of a session.
@@ -95,6 +110,8 @@ type Server struct {
 	Name   string      `json:"name"`
 	Prefix string      `json:"prefix"`
 	Tools  []*mcp.Tool `json:"tools"`
+	// Hashes are ToolHash of each tool's definition, by its own name.
+	Hashes map[string]string `json:"hashes,omitempty"`
 }
 
 // EncodeResult is the JSON of a tool result, as the client gets it; the

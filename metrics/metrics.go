@@ -76,6 +76,7 @@ type Metrics struct {
 	reloads  *prometheus.CounterVec
 	rules    *prometheus.CounterVec
 	journal  prometheus.Counter
+	cost     *prometheus.CounterVec
 }
 
 // callBuckets span what tool calls take: a local lookup in milliseconds to
@@ -129,7 +130,11 @@ func New(opts *Options) *Metrics {
 			Help: "Journal lines (journal in mcpmux.yaml) that could not be written: disk full, no permission, ... The calls themselves were answered.",
 		}),
 	}
-	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.sessions, m.opened, m.refused, m.reloads, m.rules, m.journal,
+	m.cost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpmux_tool_cost_total",
+		Help: "What the tool calls cost (cost: and tool_costs: of the server files), by server and currency. Calls answered from a replay cost nothing.",
+	}, []string{"server", "currency"})
+	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.sessions, m.opened, m.refused, m.reloads, m.rules, m.journal, m.cost,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Servers != nil {
@@ -207,6 +212,14 @@ func (m *Metrics) JournalLineLost() {
 		return
 	}
 	m.journal.Inc()
+}
+
+// Charged adds the price of a call of a server's tool.
+func (m *Metrics) Charged(server, currency string, amount float64) {
+	if m == nil {
+		return
+	}
+	m.cost.WithLabelValues(server, currency).Add(amount)
 }
 
 // Reload records a config reload's result (ReloadApplied, ...).

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,10 @@ type Caller interface {
 	// of the client's tasks (see mcptasks.go); params are as the server
 	// sent them.
 	TaskStatus(ctx context.Context, params json.RawMessage)
+	// ResourcesChanged tells the client that the resources the server
+	// lists on the client's own connection changed (see
+	// Server.ClientResources).
+	ResourcesChanged()
 }
 
 // inflight is one request running on a connection.
@@ -122,7 +127,7 @@ func (c *conn) callers() []Caller {
 			out = append(out, r.caller)
 		}
 	}
-	if len(out) == 0 && c.srv.cfg.PerClient() && c.owner != nil {
+	if len(out) == 0 && c.srv.PerClient() && c.owner != nil {
 		out = append(out, c.owner)
 	}
 	return out
@@ -159,10 +164,12 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 	opts := &mcp.ClientOptions{
 		// What is declared is forwarded to the calling client; one that
 		// lacks it gets a clear error (see Caller).
-		Capabilities:               f.capabilities(),
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.signalRefresh() },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.signalRefresh() },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.signalRefresh() },
+		Capabilities: f.capabilities(),
+		// Gated (order.go): a call's answer waits for the refresh a
+		// list_changed read before it asks for.
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { defer c.gate.sawHandled(); c.signalRefresh() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { defer c.gate.sawHandled(); c.signalRefresh() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { defer c.gate.sawHandled(); c.signalRefresh() },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			s.events.resourceUpdated(s.cfg.Name, req.Params)
 		},
@@ -228,9 +235,58 @@ func (c *conn) elicitMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "elicitation/create" || !ok || r.Params == nil || !c.features.elicits() {
 			return next(ctx, method, req)
 		}
-		return c.elicit(ctx, r.Params)
+		res, err := c.elicit(ctx, r.Params)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := EncodeElicitResult(res)
+		if err != nil {
+			return nil, err
+		}
+		return &rawResult{raw: raw}, nil
 	}
 }
+
+// ElicitContentKey is the _meta key under which an elicitation answer's
+// content travels from the client's bytes to the server's, as a JSON
+// string of those bytes: the go-sdk decodes content into a map, whose keys
+// would reach the server re-ordered (the aggregator puts it there).
+const ElicitContentKey = "mcpmux/elicit-content"
+
+// EncodeElicitResult encodes an answer to elicitation/create for the
+// server: with the client's own bytes of the content when they came along
+// (ElicitContentKey), and without that key.
+func EncodeElicitResult(res *mcp.ElicitResult) ([]byte, error) {
+	raw, ok := res.Meta[ElicitContentKey].(string)
+	if !ok {
+		return json.Marshal(res)
+	}
+	out := *res
+	out.Meta = maps.Clone(res.Meta)
+	delete(out.Meta, ElicitContentKey)
+	if len(out.Meta) == 0 {
+		out.Meta = nil
+	}
+	out.Content = nil
+	b, err := json.Marshal(&out)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["content"] = json.RawMessage(raw)
+	return json.Marshal(m)
+}
+
+// rawResult is a result sent as these bytes.
+type rawResult struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
 
 // rootsHandler answers roots/list for the server; the go-sdk client
 // answers from its own root list, so this is installed as middleware.
@@ -238,6 +294,9 @@ func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "roots/list" {
 			return next(ctx, method, req)
+		}
+		if c.features.Roots && c == c.srv.current() {
+			c.srv.keepsSessionState("it asks for roots")
 		}
 		p, _ := req.GetParams().(*mcp.ListRootsParams)
 		var meta mcp.Meta

@@ -294,19 +294,27 @@ func (s *Server) probeFor(ctx context.Context, f ClientFeatures) (*probe, error)
 	}
 }
 
-// runProbe lists the tools on a session that declares f, then closes it.
+// runProbe lists the tools the server lists to a client declaring f: on a
+// probe session that declares f, closed after; or, for a server of MCP
+// 2026-07-28, where each request declares its client's capabilities, with
+// a request of its shared connection declaring f (see probeConn).
 func (s *Server) runProbe(pr *probe, f ClientFeatures) {
 	defer close(pr.done)
-	c, err := s.dial(s.ctx, "", f)
-	if err != nil {
-		pr.err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
-		s.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)
-		return
+	c, shared := s.probeConn()
+	if shared {
+		defer c.release()
+	} else {
+		var err error
+		if c, err = s.dial(s.ctx, "", f); err != nil {
+			pr.err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
+			s.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)
+			return
+		}
+		defer c.close()
 	}
-	defer c.close()
 	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
 	defer cancel()
-	tools, _, err := listTools(ctx, c)
+	tools, _, err := listTools(withRequest(ctx, &Request{Features: f}), c)
 	if err != nil {
 		pr.err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
 		s.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)
@@ -318,5 +326,19 @@ func (s *Server) runProbe(pr *probe, f ClientFeatures) {
 			pr.names[t.Name] = true
 		}
 	}
-	s.log.Debug("capability probe", "capabilities", f.String(), "tools", len(pr.names))
+	s.log.Debug("capability probe", "capabilities", f.String(), "tools", len(pr.names), "on_shared_connection", shared)
+}
+
+// probeConn returns the shared connection, acquired, when it speaks MCP
+// 2026-07-28: a probe there is one request, not a new session, and sees
+// the server as its clients do (the same process, with the tools it has
+// added since it started).
+func (s *Server) probeConn() (c *conn, shared bool) {
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	if cur != nil && cur.stateless() && cur.acquire() {
+		return cur, true
+	}
+	return nil, false
 }

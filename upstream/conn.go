@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,16 +21,16 @@ import (
 	"github.com/mcpmux/mcpmux/config"
 )
 
-// downstreamProtocol is the protocol version offered to tool servers.
-//
-// 2025-11-25 is what almost every server speaks today, so offering it first
-// saves the failed server/discover round trip of newer versions on every
-// connect; it also keeps the session stateful, with keepalive pings and
-// list_changed notifications that need no subscription: on a 2026-07-28
-// session the go-sdk sends no keepalive (ClientOptions.KeepAlive) and
-// delivers list_changed only through subscriptions/listen (Client.Connect,
-// in the go-sdk's mcp/client.go).
-const downstreamProtocol = "2025-11-25"
+// offeredProtocol is the protocol version offered to a server of the given
+// config protocol (see era.go): the go-sdk client tries server/discover
+// for 2026-07-28 and falls back to initialize on any error, so auto and a
+// pinned 2026-07-28 offer the same; a pin is checked once connected.
+func offeredProtocol(protocol string) string {
+	if protocol == config.Protocol2025 {
+		return config.Protocol2025
+	}
+	return config.Protocol2026
+}
 
 // keepAliveInterval is how often a quiet session is pinged; tests shorten
 // it.
@@ -55,13 +56,19 @@ type conn struct {
 	started  time.Time
 	task     string         // task id the connection was opened for (per-client)
 	features ClientFeatures // the capabilities it declares
+	era      string         // the protocol version in use (era.go)
+	ttl      listTTL        // when its lists expire (2026 servers' ttlMs)
 
 	wire    mcp.Connection // the session's connection, for raw requests (raw.go)
 	raw     *rawCalls      // raw requests waiting for their answers
 	gate    *progressGate  // orders answers after the progress before them
 	refresh chan struct{}  // tools/list_changed seen; capacity 1, coalescing
-	done    chan struct{}  // closed when the session has ended (see watch)
-	waitErr error          // why it ended; set before done is closed
+	lists   refreshes      // the refreshes asked for and done (refreshLoop)
+	// ofClient: a client's own connection (perclient.go), whose lists are
+	// its client's (refreshOwn), not the catalog's.
+	ofClient atomic.Bool
+	done     chan struct{} // closed when the session has ended (see watch)
+	waitErr  error         // why it ended; set before done is closed
 
 	statusMu sync.Mutex // orders the task status notifications sent to clients (mcptasks.go)
 
@@ -74,12 +81,15 @@ type conn struct {
 	asked      map[string]*askedTask
 	askedOrder []*askedTask
 	owner      Caller // latest caller; the client of a per-client connection
-	inflight   int
-	drained    chan struct{} // closed when draining and inflight reaches 0
-	draining   bool
-	closed     bool
-	lastUse    time.Time
-	idle       *time.Timer // per-client connections only
+	// own are the resources a client's own connection lists (refreshOwn):
+	// those the server made for the client's session show only to it.
+	ownResources []*mcp.Resource
+	inflight     int
+	drained      chan struct{} // closed when draining and inflight reaches 0
+	draining     bool
+	closed       bool
+	lastUse      time.Time
+	idle         *time.Timer // per-client connections only
 	// unresponsive is set when the server stopped answering pings while
 	// calls waited (liveness.go).
 	unresponsive *UnresponsiveError
@@ -108,14 +118,33 @@ func (srv *Server) dial(parent context.Context, task string, f ClientFeatures) (
 }
 
 // connect opens the session; ctx bounds the attempt and the connection.
+// It records the era the server speaks, and refuses one other than a
+// pinned protocol.
 func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (*conn, error) {
+	c, err := srv.openSession(ctx, task, f)
+	if err != nil {
+		return nil, err
+	}
+	c.era = c.cs.InitializeResult().ProtocolVersion
+	if err := checkEra(srv.cfg.Protocol, c.era); err != nil {
+		c.close()
+		return nil, err
+	}
+	srv.mu.Lock()
+	srv.era = c.era
+	srv.mu.Unlock()
+	return c, nil
+}
+
+// openSession connects the go-sdk client session of a new conn.
+func (srv *Server) openSession(ctx context.Context, task string, f ClientFeatures) (*conn, error) {
 	c := &conn{srv: srv, started: time.Now(), task: task, features: f, gate: newProgressGate(), raw: newRawCalls(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
-	if srv.cfg.PerClient() {
+	if srv.PerClient() {
 		c.limit = newLimiter(srv.cfg.MaxConcurrency)
 	}
 	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions(f))
 	client.AddReceivingMiddleware(c.rootsMiddleware, c.elicitMiddleware)
-	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocol}
+	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: offeredProtocol(srv.cfg.Protocol)}
 
 	if f := srv.opts.Transport; f != nil {
 		if t := f(srv.cfg); t != nil {
@@ -427,6 +456,12 @@ func (c *conn) watch() {
 }
 
 func (c *conn) signalRefresh() {
+	c.lists.ask()
+	if c.ofClient.Load() {
+		// A client's own connection: its lists are its client's alone.
+		go c.refreshOwn()
+		return
+	}
 	select {
 	case c.refresh <- struct{}{}:
 	default:

@@ -56,7 +56,10 @@ func TestPoolEventsReachEveryListenerFromWhenItListens(t *testing.T) {
 		}
 	}
 	early := listen()
-	pool.Apply(context.Background(), []*config.Server{server(t, "a", "1")}, time.Minute)
+	// A log message outside any request: MCP 2025-11-25's session.
+	a := server(t, "a", "1")
+	a.Protocol = config.Protocol2025
+	pool.Apply(context.Background(), []*config.Server{a}, time.Minute)
 	want("the early listener, as a starts", early.changed, "a")
 
 	late := listen()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -149,6 +150,12 @@ func listRaw[T any](ctx context.Context, c *conn, method, field string, key func
 		)
 		if err := json.Unmarshal(page[field], &list); err != nil {
 			return nil, "", fmt.Errorf("reading %s: %s: %w", method, field, err)
+		}
+		if t := page["ttlMs"]; t != nil {
+			var ms int64
+			if json.Unmarshal(t, &ms) == nil && ms > 0 {
+				c.noteTTL(time.Duration(ms) * time.Millisecond)
+			}
 		}
 		if n := page["nextCursor"]; n != nil {
 			if err := json.Unmarshal(n, &next); err != nil {

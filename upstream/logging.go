@@ -40,6 +40,11 @@ func (s *Server) applyLogLevel(ctx context.Context, c *conn) {
 }
 
 func (c *conn) setLogLevel(ctx context.Context, level mcp.LoggingLevel) {
+	if c.stateless() {
+		// MCP 2026-07-28 has no logging/setLevel: the level goes with
+		// every request, in its _meta (era.go).
+		return
+	}
 	ir := c.cs.InitializeResult()
 	if ir == nil || ir.Capabilities == nil || ir.Capabilities.Logging == nil {
 		return

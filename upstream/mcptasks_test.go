@@ -50,6 +50,8 @@ func (c *taskCaller) ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.List
 	return nil, errors.New("no roots")
 }
 func (c *taskCaller) Log(context.Context, *mcp.LoggingMessageParams) {}
+func (c *taskCaller) ResourcesChanged()                              {}
+
 func (c *taskCaller) TaskStatus(_ context.Context, params json.RawMessage) {
 	var st struct{ Status string }
 	_ = json.Unmarshal(params, &st)
@@ -137,7 +139,8 @@ func (s *taskServer) pool(t *testing.T, yaml string) *Server {
 		return ct
 	}})
 	t.Cleanup(func() { pool.Close(context.Background(), time.Second) })
-	cfg, ferr := config.ParseServer("x.yaml", []byte("name: x\ntool_command: mem\n"+yaml), nil)
+	// Tasks of MCP 2025-11-25, and a server that asks its client.
+	cfg, ferr := config.ParseServer("x.yaml", []byte("name: x\ntool_command: mem\nprotocol: 2025-11-25\n"+yaml), nil)
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
@@ -387,6 +390,9 @@ func newScriptedServer(t *testing.T, st mcp.Transport) *scriptedServer {
 					s.reply(m.ID, `{"tools":[{"name":"async","inputSchema":{"type":"object"}}]}`)
 				case "ping":
 					s.reply(m.ID, `{}`)
+				case "server/discover":
+					// A 2025-11-25 server: the method is unknown.
+					_ = s.conn.Write(context.Background(), &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}})
 				default:
 					s.in <- m
 				}

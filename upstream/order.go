@@ -115,8 +115,98 @@ func (g *progressGate) then(f func()) {
 // gated reports whether a notification method is one a call's answer
 // waits for: those forwarded to the caller of the call.
 func gated(method string) bool {
-	return method == "notifications/progress" || method == "notifications/message"
+	switch method {
+	case "notifications/progress", "notifications/message",
+		"notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		return true
+	}
+	return false
 }
+
+// refreshes order a call's answer after the lists its server changed
+// before answering. A server that adds a resource during a call (say
+// server-everything's gzip-file-as-resource) sends list_changed before the
+// answer, and a client that lists after the answer must find the
+// resource, as it would directly: the answer waits until the refresh the
+// notification started has been applied (the catalog synced, the clients'
+// list_changed on its way). Only for a connection whose lists mcpmux
+// follows (the shared one, with refreshLoop).
+type refreshes struct {
+	mu        sync.Mutex
+	following bool          // a refreshLoop serves the connection
+	wanted    uint64        // refreshes asked for (list_changed handled)
+	finished  uint64        // of those, the ones refreshLoop has applied
+	changed   chan struct{} // closed and replaced whenever finished grows
+}
+
+func (r *refreshes) start() {
+	r.mu.Lock()
+	r.following = true
+	r.mu.Unlock()
+}
+
+func (r *refreshes) ask() {
+	r.mu.Lock()
+	r.wanted++
+	r.mu.Unlock()
+}
+
+// asked is the count of refreshes asked for, which a refresh starting now
+// covers.
+func (r *refreshes) asked() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.wanted
+}
+
+// done records that the refreshes up to n have been applied.
+func (r *refreshes) done(n uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n > r.finished {
+		r.finished = n
+		if r.changed != nil {
+			close(r.changed)
+			r.changed = nil
+		}
+	}
+}
+
+// wait returns once every refresh asked for so far has been applied, or
+// after refreshWait, or when ctx ends.
+func (r *refreshes) wait(ctx context.Context) {
+	r.mu.Lock()
+	target := r.wanted
+	if !r.following || r.finished >= target {
+		r.mu.Unlock()
+		return // the usual case: no timer per call
+	}
+	r.mu.Unlock()
+	timer := time.NewTimer(refreshWait)
+	defer timer.Stop()
+	for {
+		r.mu.Lock()
+		if r.finished >= target {
+			r.mu.Unlock()
+			return
+		}
+		if r.changed == nil {
+			r.changed = make(chan struct{})
+		}
+		changed := r.changed
+		r.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return // a slow listing holds the answer no longer
+		}
+	}
+}
+
+// refreshWait bounds how long an answer waits for its server's lists.
+const refreshWait = 5 * time.Second
 
 // progressBodies counts the gated notifications in the SSE streams of
 // a Streamable HTTP connection as the SDK reads them: each event is one
@@ -151,7 +241,8 @@ const maxCountedLine = 8 << 10
 
 // gatedMethods are gated's methods as the go-sdk and the TypeScript SDK
 // encode them (without spaces).
-var gatedMethods = [][]byte{[]byte(`"method":"notifications/progress"`), []byte(`"method":"notifications/message"`)}
+var gatedMethods = [][]byte{[]byte(`"method":"notifications/progress"`), []byte(`"method":"notifications/message"`),
+	[]byte(`"method":"notifications/tools/list_changed"`), []byte(`"method":"notifications/prompts/list_changed"`), []byte(`"method":"notifications/resources/list_changed"`)}
 
 func isGatedEvent(line []byte) bool {
 	if !bytes.HasPrefix(line, []byte("data:")) {

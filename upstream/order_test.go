@@ -17,6 +17,7 @@ func TestSSECounterCountsProgressEvents(t *testing.T) {
 		"event: message", huge, "",
 		"event: message", `data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}`, "",
 		"event: message", `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`, "",
+		"event: message", `data: {"jsonrpc":"2.0","method":"notifications/tasks/status","params":{}}`, "",
 		"event: message", progress, "",
 		": a comment naming \"method\":\"notifications/progress\"", "",
 	}, "\n") + "\n"
@@ -35,8 +36,8 @@ func TestSSECounterCountsProgressEvents(t *testing.T) {
 			if err != nil || string(got) != stream {
 				t.Fatalf("the stream was changed: %v", err)
 			}
-			if g.read != 3 {
-				t.Errorf("counted %d progress and log events, want 3", g.read)
+			if g.read != 4 {
+				t.Errorf("counted %d progress, log and list_changed events, want 4 (not the task status)", g.read)
 			}
 		})
 	}

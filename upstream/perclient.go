@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Per-client connections (session: per-client): each client session gets
@@ -65,6 +67,8 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
 		}
 		c.watch()
+		c.ofClient.Store(true)
+		c.lists.start() // its list_changed: refreshOwn
 		c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() { s.closeIdle(id, c) })
 		c.acquire()
 		s.clients[id] = c
@@ -161,3 +165,56 @@ func (s *Server) ReleaseClient(id ClientID) {
 // clientLeftDrain is how long the calls of a client that left may take to
 // finish before its connection closes.
 const clientLeftDrain = 5 * time.Second
+
+// refreshOwn lists the resources of a client's own connection after the
+// server said they changed, keeps them for ClientResources, and tells the
+// client; the answers of its calls wait for it (refreshes).
+func (c *conn) refreshOwn() {
+	asked := c.lists.asked()
+	defer c.lists.done(asked)
+	ctx, cancel := context.WithTimeout(c.srv.ctx, refreshListTimeout)
+	defer cancel()
+	res, err := listAll(ctx, "resources", func(cursor string) ([]*mcp.Resource, string, error) {
+		r, err := c.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Resources, r.NextCursor, nil
+	})
+	if err != nil {
+		c.srv.log.Warn("listing the resources of a client's connection failed", "error", err)
+		return
+	}
+	c.mu.Lock()
+	c.ownResources = res
+	owner := c.owner
+	c.mu.Unlock()
+	if owner != nil {
+		owner.ResourcesChanged()
+	}
+}
+
+// ClientResources are the resources the server lists on the own
+// connection of client id and not on its shared session (resources made
+// for the client's session); nil for none, or no such connection.
+func (s *Server) ClientResources(id ClientID) []*mcp.Resource {
+	s.mu.Lock()
+	c := s.clients[id]
+	listed := map[string]bool{}
+	for _, r := range s.features.Resources {
+		listed[r.URI] = true
+	}
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*mcp.Resource
+	for _, r := range c.ownResources {
+		if !listed[r.URI] {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -188,7 +188,7 @@ func (p *Pool) Apply(ctx context.Context, cfgs []*config.Server, callTimeout tim
 // ReleaseClient closes the per-client connections of a client session.
 func (p *Pool) ReleaseClient(id ClientID) {
 	for _, s := range p.Servers() {
-		if s.cfg.PerClient() {
+		if s.PerClient() {
 			s.ReleaseClient(id)
 		}
 	}

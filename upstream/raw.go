@@ -273,7 +273,27 @@ func (c *conn) rawCall(ctx context.Context, method string, params any) (json.Raw
 			return nil, fmt.Errorf("encoding %s: %w", method, err)
 		}
 	}
-	return c.raw.call(ctx, c.wire.Write, method, raw)
+	if !c.stateless() {
+		return c.raw.call(ctx, c.wire.Write, method, raw)
+	}
+	raw, err := c.withRequestMeta(ctx, raw)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", method, err)
+	}
+	send := func(params json.RawMessage) (json.RawMessage, error) {
+		return c.raw.call(ctx, c.wire.Write, method, params)
+	}
+	var res json.RawMessage
+	switch method {
+	case "tools/call", "prompts/get", "resources/read":
+		res, err = c.multiRound(ctx, method, raw, send)
+	default:
+		res, err = send(raw)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return withoutEnvelope(res), nil
 }
 
 // cancelNotifyTimeout bounds sending notifications/cancelled for a raw

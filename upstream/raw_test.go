@@ -53,7 +53,9 @@ func TestCallToolResultAsSent(t *testing.T) {
 				}
 				if method == "notifications/cancelled" {
 					p, _ := req.GetParams().(*mcp.CancelledParams)
-					cancelled <- p.RequestID.(string)
+					if id, ok := p.RequestID.(string); ok { // not the go-sdk's own (its subscriptions/listen, at close)
+						cancelled <- id
+					}
 				}
 				return next(ctx, method, req)
 			}

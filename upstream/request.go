@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/oauth"
+	"github.com/mcpmux/mcpmux/tracing"
 )
 
 // A client's request to a server: on which connection it runs, how it is
@@ -29,6 +30,9 @@ type Request struct {
 	// per-client server declares; the zero value declares none (use
 	// AllFeatures for a caller without known capabilities).
 	Features ClientFeatures
+	// ClientInfo is the caller's clientInfo, which a 2026-07-28 request
+	// carries (era.go); nil: mcpmux's own.
+	ClientInfo *mcp.Implementation
 }
 
 // CallParams is one tool call for a server.
@@ -82,6 +86,10 @@ func (s *Server) CallTool(ctx context.Context, p CallParams) (json.RawMessage, e
 // GetPrompt gets a prompt from the server.
 func (s *Server) GetPrompt(ctx context.Context, r Request, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (*mcp.GetPromptResult, error) {
+		if c.stateless() {
+			// Raw, so that its _meta and input requests are the caller's.
+			return decodeRaw[mcp.GetPromptResult](c.rawCall(ctx, "prompts/get", p))
+		}
 		return c.cs.GetPrompt(ctx, p)
 	})
 }
@@ -89,8 +97,23 @@ func (s *Server) GetPrompt(ctx context.Context, r Request, p *mcp.GetPromptParam
 // ReadResource reads a resource from the server.
 func (s *Server) ReadResource(ctx context.Context, r Request, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	return run(ctx, s, r, hooks{}, func(ctx context.Context, c *conn, _ string) (*mcp.ReadResourceResult, error) {
+		if c.stateless() {
+			return decodeRaw[mcp.ReadResourceResult](c.rawCall(ctx, "resources/read", p))
+		}
 		return c.cs.ReadResource(ctx, p)
 	})
+}
+
+// decodeRaw decodes the result of a raw request.
+func decodeRaw[T any](raw json.RawMessage, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	v := new(T)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("reading the server's result: %w", err)
+	}
+	return v, nil
 }
 
 // Complete asks the server for completions, and returns its result as it
@@ -138,9 +161,11 @@ func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(co
 		case errors.Is(err, errSessionLost) && !resentLost:
 			resentLost = true
 			s.log.Info("resending the request on a new session")
+			tracing.Event(ctx, "mcpmux.resend", "reason", "session lost")
 		case errors.Is(err, errNotDelivered) && !resentUndelivered:
 			resentUndelivered = true
 			s.log.Info("resending the request: it did not reach the server")
+			tracing.Event(ctx, "mcpmux.resend", "reason", "not delivered")
 		default:
 			return res, err
 		}
@@ -149,7 +174,8 @@ func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(co
 
 func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send func(context.Context, *conn, string) (R, error)) (R, error) {
 	var zero R
-	if !s.cfg.PerClient() {
+	perClient := s.PerClient()
+	if !perClient {
 		free, err := s.limit.take(ctx)
 		if err != nil {
 			return zero, err
@@ -161,7 +187,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send fun
 		return zero, err
 	}
 	defer c.release()
-	if s.cfg.PerClient() {
+	if perClient && c.limit != nil {
 		free, err := c.limit.take(ctx)
 		if err != nil {
 			return zero, err
@@ -187,6 +213,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send fun
 		cctx, w = watchCall(cctx, s.cfg.Name, s.resumeTimeout(), closed, cancel)
 		defer w.finish()
 	}
+	cctx = withRequest(cctx, &r)
 	token := newProgressToken()
 	defer c.begin(token, req)()
 	res, err := send(cctx, c, token)
@@ -194,6 +221,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send fun
 		return zero, s.callError(ctx, cctx, c, err)
 	}
 	c.gate.wait(ctx)
+	c.lists.wait(ctx)
 	return res, nil
 }
 
@@ -255,6 +283,16 @@ func (s *Server) callError(ctx, cctx context.Context, c *conn, err error) error 
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
+		if perr := eraError(s.cfg.Name, rpcErr.Code, rpcErr.Message, rpcErr.Data); perr != nil {
+			if rpcErr.Code == codeUnsupportedProtocol {
+				// The server changed its protocol under us: a new
+				// connection negotiates again.
+				s.log.Warn("server no longer speaks the protocol of its connection; reconnecting", "protocol", c.era)
+				c.stopTaking()
+				go c.close()
+			}
+			return perr
+		}
 		return &RPCError{Server: s.cfg.Name, Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
 	}
 	if connGone(err) || isClosed(c) {
@@ -298,7 +336,7 @@ func isClosed(c *conn) bool {
 
 // acquire returns a connection for a call, registered as in flight.
 func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
-	if s.cfg.PerClient() {
+	if s.PerClient() {
 		return s.acquireClient(ctx, r.Client, r.Task, r.Features)
 	}
 	var patience <-chan time.Time // started at the first wait for a restart

@@ -62,6 +62,12 @@ type Options struct {
 	// Tokens keeps the OAuth tokens of servers with auth: oauth (see
 	// package oauth); without it such servers cannot connect.
 	Tokens *oauth.Store
+	// ManyClients says the pool serves several client sessions at once
+	// (Streamable HTTP with sessions): a server with session: auto that
+	// keeps state per session then gets a connection per client (see
+	// Server.PerClient). Over stdio there is one client, which may as
+	// well have the shared connection.
+	ManyClients bool
 	// Authorize, if set, shows a server's OAuth authorization URL to
 	// whoever can approve the access (`mcpmux login`, tests), and the
 	// server runs the authorization code flow when it must. Without it a
@@ -96,12 +102,15 @@ type Status struct {
 	Restarts int    `json:"restarts"`
 	// Failures counts the connection attempts that failed in a row; zero
 	// once one succeeds.
-	Failures  int       `json:"failures,omitempty"`
-	PID       int       `json:"pid,omitempty"`
-	Transport string    `json:"transport"`
-	Session   string    `json:"session"`
-	Clients   int       `json:"clients,omitempty"`
-	Since     time.Time `json:"since"`
+	Failures  int    `json:"failures,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	Transport string `json:"transport"`
+	// Protocol is the MCP version spoken with the server (its latest
+	// connection); empty until one connected.
+	Protocol string    `json:"protocol,omitempty"`
+	Session  string    `json:"session"`
+	Clients  int       `json:"clients,omitempty"`
+	Since    time.Time `json:"since"`
 	// Connections are the open per-client connections.
 	Connections []ConnStatus `json:"connections,omitempty"`
 }
@@ -124,6 +133,10 @@ type Server struct {
 	log    *slog.Logger
 	sdkLog *slog.Logger // for the go-sdk client; its Info is our Debug
 	useSSE atomic.Bool  // the URL turned out to speak legacy SSE only
+	// perClient: each client session gets its own connection (see
+	// PerClient); set at the start for session: per-client, and when
+	// session: auto finds the server keeps state per session.
+	perClient atomic.Bool
 
 	authOnce sync.Once     // makes auth
 	auth     oauth.Handler // the auth: section's OAuth handler; nil without one
@@ -144,6 +157,7 @@ type Server struct {
 	limit    limiter       // max_concurrency of a shared server; nil: unlimited
 	cur      *conn         // the shared connection while up
 	features Features      // last known lists; kept while restarting
+	era      string        // the protocol version of the latest connection
 	probes   toolProbes    // what the server lists to clients with fewer features
 	clients  map[ClientID]*conn
 	dialing  map[ClientID]chan struct{}
@@ -157,7 +171,7 @@ func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{
+	s := &Server{
 		cfg:      cfg,
 		opts:     opts,
 		events:   events,
@@ -174,6 +188,8 @@ func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 		dialing:  map[ClientID]chan struct{}{},
 		limit:    newLimiter(cfg.MaxConcurrency),
 	}
+	s.perClient.Store(cfg.PerClient())
+	return s
 }
 
 // Config returns the server's configuration.
@@ -202,7 +218,8 @@ func (s *Server) Status() Status {
 		Tools:    len(s.features.Tools),
 		Restarts: s.restarts,
 		Failures: s.failures,
-		Session:  s.cfg.Session,
+		Session:  s.sessionMode(),
+		Protocol: s.era,
 		Clients:  len(s.clients),
 		Since:    s.since,
 	}
@@ -298,4 +315,42 @@ func (s *Server) MaxCallTimeout(global time.Duration) time.Duration {
 func clientFingerprint(id ClientID) string {
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:6])
+}
+
+// PerClient reports whether each client session gets its own connection:
+// session: per-client, or session: auto for a server found to keep state
+// per session (see keepsSessionState).
+func (s *Server) PerClient() bool { return s.perClient.Load() }
+
+// sessionMode is the session mode for Status: what the server's clients
+// get (for session: auto, what it became).
+func (s *Server) sessionMode() string {
+	if s.PerClient() {
+		return config.SessionPerClient
+	}
+	return config.SessionShared
+}
+
+// keepsSessionState makes a server with session: auto per-client, when
+// mcpmux serves several clients, once it shows that it keeps state per
+// session, for why: on one shared session its clients would see each
+// other's (server-everything gives every client the roots of the first,
+// and lists and reads the resources one client made to all). It reports
+// whether the mode changed.
+func (s *Server) keepsSessionState(why string) bool {
+	if !s.cfg.AutoSession() || !s.opts.ManyClients || s.PerClient() {
+		return false
+	}
+	if s.perClient.CompareAndSwap(false, true) {
+		s.log.Info("the server keeps state per session: each client gets its own connection from now on (session: auto)", "because", why)
+		return true
+	}
+	return false
+}
+
+// current is the shared connection while up; nil otherwise.
+func (s *Server) current() *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
 }

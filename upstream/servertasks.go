@@ -365,7 +365,7 @@ func (c *conn) askPlainly(ctx context.Context, cl Caller, req *jsonrpc.Request) 
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(res)
+	return EncodeElicitResult(res)
 }
 
 // sweepAskedLocked forgets the asked tasks past their ttl, and the oldest

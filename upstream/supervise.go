@@ -69,7 +69,10 @@ func (s *Server) supervise() {
 			continue
 		}
 
-		if s.cfg.PerClient() {
+		if features.Subscribe {
+			s.keepsSessionState("it declares resource subscriptions")
+		}
+		if s.PerClient() {
 			// The probe only served to learn the tools; each client gets
 			// its own connection.
 			c.close()
@@ -83,10 +86,17 @@ func (s *Server) supervise() {
 			c.close()
 			return
 		}
-		s.log.Info("server connected", "tools", len(features.Tools), "prompts", len(features.Prompts), "resources", len(features.Resources)+len(features.Templates), "pid", c.pid, "startup", time.Since(c.started).Round(time.Millisecond))
+		s.log.Info("server connected", "protocol", c.era, "tools", len(features.Tools), "prompts", len(features.Prompts), "resources", len(features.Resources)+len(features.Templates), "pid", c.pid, "startup", time.Since(c.started).Round(time.Millisecond))
 		finishFirst()
+		c.lists.start()
 		go s.refreshLoop(c)
-		go c.watchLiveness(s.liveness())
+		if !c.stateless() || c.cmd != nil {
+			// A 2026 HTTP server has no session to keep alive, and
+			// each call's own POST shows whether it answers; a 2026
+			// child's answer to ping, an error included, still shows
+			// it is not hung.
+			go c.watchLiveness(s.liveness())
+		}
 
 		var lost error
 		select {
@@ -205,6 +215,8 @@ func (s *Server) notifyChanged() { s.events.changed(s.cfg.Name) }
 
 // refreshLoop re-lists everything whenever the server says a list changed.
 func (s *Server) refreshLoop(c *conn) {
+	c.armTTL()
+	defer c.stopTTL()
 	for {
 		select {
 		case <-c.done:
@@ -213,11 +225,14 @@ func (s *Server) refreshLoop(c *conn) {
 			return
 		case <-c.refresh:
 		}
+		asked := c.lists.asked()
 		ctx, cancel := context.WithTimeout(s.ctx, refreshListTimeout)
 		f, err := listFeatures(ctx, c)
 		cancel()
+		c.armTTL()
 		if err != nil {
 			s.log.Warn("refreshing the server's lists failed", "error", err)
+			c.lists.done(asked)
 			continue
 		}
 		s.mu.Lock()
@@ -231,6 +246,7 @@ func (s *Server) refreshLoop(c *conn) {
 			s.log.Info("server's lists changed", "tools", len(f.Tools), "prompts", len(f.Prompts), "resources", len(f.Resources)+len(f.Templates))
 			s.notifyChanged()
 		}
+		c.lists.done(asked)
 	}
 }
 

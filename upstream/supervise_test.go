@@ -345,7 +345,7 @@ func TestUnansweredPingsReconnect(t *testing.T) {
 	keepAliveInterval = 50 * time.Millisecond
 	t.Cleanup(func() { keepAliveInterval = old })
 	f := newFlaky()
-	s := startFlaky(t, f, "", nil)
+	s := startFlaky(t, f, "protocol: 2025-11-25\n", nil) // keepalive pings: MCP 2026-07-28 has none
 	// The server hangs: pings go unanswered. Only this connection is
 	// frozen, so the reconnect finds a working server.
 	f.freeze()

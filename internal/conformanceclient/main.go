@@ -192,3 +192,4 @@ func (caller) Log(_ context.Context, p *mcp.LoggingMessageParams) {
 
 // TaskStatus: the scenarios' calls are plain, so no task is the client's.
 func (caller) TaskStatus(context.Context, json.RawMessage) {}
+func (caller) ResourcesChanged()                           {}

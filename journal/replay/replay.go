@@ -8,7 +8,9 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 	"sync"
@@ -30,6 +32,12 @@ type Options struct {
 	// caller's job: Answer returns nil); otherwise it gets an isError
 	// result.
 	MissCalls bool
+	// Record is miss: record: a miss goes to the server (as with
+	// MissCalls), whose answer the caller appends to the journal; and
+	// an identical call made more often than recorded is a miss too (not
+	// answered the last recorded answer again), so that each of them is
+	// recorded in turn.
+	Record bool
 }
 
 // Replay is an index of a journal's answers. It reads the journal once,
@@ -38,6 +46,7 @@ type Options struct {
 type Replay struct {
 	dir       string
 	missCalls bool
+	record    bool
 	err       error // why the journal could not be read; every call gets it
 
 	mu    sync.Mutex
@@ -85,7 +94,7 @@ type ref struct {
 // a Replay that answers every call with the reason (see Err), never one
 // that silently calls the servers.
 func Open(opts Options) *Replay {
-	r := &Replay{dir: opts.Dir, missCalls: opts.MissCalls, calls: map[key]*answers{}, perTool: map[string]int{}}
+	r := &Replay{dir: opts.Dir, missCalls: opts.MissCalls || opts.Record, record: opts.Record, calls: map[key]*answers{}, perTool: map[string]int{}}
 	r.err = r.load()
 	return r
 }
@@ -109,6 +118,9 @@ func (r *Replay) Catalog() []journal.Server { return r.catalog }
 
 func (r *Replay) load() error {
 	files, skippedFiles, err := journal.Files(r.dir)
+	if r.record && errors.Is(err, fs.ErrNotExist) {
+		return nil // the first run of miss: record: nothing recorded yet
+	}
 	if err != nil {
 		return err
 	}
@@ -217,12 +229,19 @@ func (r *Replay) Answer(task, tool string, args json.RawMessage) (res *mcp.CallT
 	if !ok {
 		return nil, false // not JSON: the server step says so
 	}
+	k := keyOf(task, tool, canon)
 	r.mu.Lock()
-	a := r.calls[keyOf(task, tool, canon)]
+	a := r.calls[k]
 	var at ref
-	if a != nil {
+	switch {
+	case a != nil && r.record && a.next >= len(a.refs):
+		a.next++ // the n-th call, recorded as such by the caller
+		a = nil
+	case a != nil:
 		at = a.refs[min(a.next, len(a.refs)-1)]
 		a.next++
+	case r.record:
+		r.calls[k] = &answers{next: 1}
 	}
 	r.mu.Unlock()
 	if a == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,8 @@ var pageTemplate string
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ms":       ms,
 	"taskName": TaskName,
+	"plural":   Plural,
+	"costKey":  func(c Costs) string { return strconv.FormatFloat(c.sortKey(), 'f', -1, 64) },
 }).Parse(pageTemplate))
 
 // Outcomes in the order the legend shows them.
@@ -34,8 +37,9 @@ const (
 	excerptLen    = 240
 )
 
-// WriteHTML writes the report as one self-contained HTML page: styles
-// inline, no script, nothing fetched.
+// WriteHTML writes the report as one self-contained HTML page: styles and
+// a small script (sorting the table of tasks) inline, nothing fetched,
+// nothing from the journal inside the script.
 func (r *Report) WriteHTML(w io.Writer) error {
 	data := pageData{Report: r, Generated: time.Now().UTC().Format(time.RFC3339), Outcomes: outcomes}
 	for _, t := range r.Tasks {
@@ -65,6 +69,7 @@ type timeline struct {
 	Lanes  int // height of the lanes, without the axis
 	Bars   []bar
 	Ticks  []tick
+	Breaks []gapBreak
 }
 
 type bar struct {
@@ -79,6 +84,13 @@ type tick struct {
 	Label string
 }
 
+// gapBreak is an idle stretch drawn narrower than its time: the calls on
+// either side stay readable however long the task waited in between.
+type gapBreak struct {
+	X, W, Mid float64
+	Label     string
+}
+
 type row struct {
 	N         int
 	Offset    string // start, from the task's start
@@ -89,13 +101,114 @@ type row struct {
 	Result    string
 }
 
+// Idle gaps longer than both of these are drawn as a break.
+const (
+	gapMinimum  = time.Second
+	gapFraction = 10 // of the task's span
+	breakWidth  = 28
+)
+
+// scale maps the times of a task to x: linear within each stretch of
+// activity, idle gaps long enough compressed to a break of breakWidth.
+type scale struct {
+	stretches []stretch
+	perNS     float64
+}
+
+type stretch struct {
+	from, to time.Time
+	x        float64
+}
+
+func newScale(t *Task) (*scale, []gapBreak) {
+	type span struct{ from, to time.Time }
+	var busy []span
+	for _, c := range t.Lines { // by start
+		if n := len(busy); n > 0 && !c.Time.After(busy[n-1].to) {
+			if end := c.End(); end.After(busy[n-1].to) {
+				busy[n-1].to = end
+			}
+			continue
+		}
+		busy = append(busy, span{c.Time, c.End()})
+	}
+	total := t.End.Sub(t.Start)
+	threshold := max(gapMinimum, total/gapFraction)
+	sc := &scale{}
+	var gaps []time.Duration
+	cur := stretch{from: t.Start}
+	for i := 1; i < len(busy); i++ {
+		if gap := busy[i].from.Sub(busy[i-1].to); gap > threshold {
+			cur.to = busy[i-1].to
+			sc.stretches = append(sc.stretches, cur)
+			gaps = append(gaps, gap)
+			cur = stretch{from: busy[i].from}
+		}
+	}
+	cur.to = t.End
+	sc.stretches = append(sc.stretches, cur)
+	var active time.Duration
+	for _, s := range sc.stretches {
+		active += s.to.Sub(s.from)
+	}
+	width := timelineWidth - float64(len(gaps))*breakWidth
+	sc.perNS = width / float64(max(active, time.Millisecond))
+	x := 0.0
+	var breaks []gapBreak
+	for i := range sc.stretches {
+		s := &sc.stretches[i]
+		s.x = x
+		x += float64(s.to.Sub(s.from)) * sc.perNS
+		if i < len(gaps) {
+			breaks = append(breaks, gapBreak{X: x, W: breakWidth, Mid: x + breakWidth/2, Label: ms(float64(gaps[i].Milliseconds())) + " idle"})
+			x += breakWidth
+		}
+	}
+	return sc, breaks
+}
+
+// at is the x of a time of the task.
+func (sc *scale) at(t time.Time) float64 {
+	s := sc.stretches[0]
+	for _, x := range sc.stretches[1:] {
+		if t.Before(x.from) {
+			break
+		}
+		s = x
+	}
+	if t.After(s.to) {
+		t = s.to
+	}
+	return s.x + float64(t.Sub(s.from))*sc.perNS
+}
+
+// ticks label the start of each stretch and, in a wide one, points
+// within it, as offsets from the task's start.
+func (sc *scale) ticks(start time.Time) []tick {
+	var out []tick
+	label := func(t time.Time) string { return "+" + ms(float64(t.Sub(start).Microseconds())/1000) }
+	for _, s := range sc.stretches {
+		w := float64(s.to.Sub(s.from)) * sc.perNS
+		n := max(1, int(w/250))
+		for i := range n {
+			t := s.from.Add(time.Duration(float64(s.to.Sub(s.from)) * float64(i) / float64(n)))
+			out = append(out, tick{X: sc.at(t), Label: label(t)})
+		}
+	}
+	last := sc.stretches[len(sc.stretches)-1]
+	if end := sc.at(last.to); end-out[len(out)-1].X > 60 {
+		out = append(out, tick{X: end, Label: label(last.to)})
+	}
+	return out
+}
+
 func taskView(t *Task) taskPage {
 	p := taskPage{Task: t, ID: "task-" + journal.FileStem(t.Name)}
-	span := t.End.Sub(t.Start)
-	if span <= 0 {
-		span = time.Millisecond
+	if len(t.Lines) == 0 {
+		return p
 	}
-	scale := timelineWidth / float64(span)
+	sc, breaks := newScale(t)
+	p.Timeline.Breaks = breaks
 	var laneEnds []time.Time
 	for i, c := range t.Lines {
 		lane := 0
@@ -106,10 +219,10 @@ func taskView(t *Task) taskPage {
 			laneEnds = append(laneEnds, time.Time{})
 		}
 		laneEnds[lane] = c.End()
-		x := float64(c.Time.Sub(t.Start)) * scale
+		x := sc.at(c.Time)
 		p.Timeline.Bars = append(p.Timeline.Bars, bar{
 			X: x, Y: float64(lane * (laneHeight + laneGap)), H: laneHeight,
-			W:       min(max(float64(c.End().Sub(c.Time))*scale, minBarWidth), timelineWidth-x+minBarWidth),
+			W:       min(max(sc.at(c.End())-x, minBarWidth), timelineWidth-x+minBarWidth),
 			Outcome: c.Outcome, Replayed: c.Replayed,
 			Title: fmt.Sprintf("#%d %s: %s, %s", i+1, c.Tool, c.Outcome, ms(c.DurationMS)),
 		})
@@ -118,10 +231,7 @@ func taskView(t *Task) taskPage {
 	lanes := max(len(laneEnds), 1)
 	p.Timeline.Lanes = lanes * (laneHeight + laneGap)
 	p.Timeline.Height = p.Timeline.Lanes + axisHeight
-	for i := range 5 {
-		f := float64(i) / 4
-		p.Timeline.Ticks = append(p.Timeline.Ticks, tick{X: f * timelineWidth, Label: "+" + ms(f*float64(span)/float64(time.Millisecond))})
-	}
+	p.Timeline.Ticks = sc.ticks(t.Start)
 	return p
 }
 
@@ -144,6 +254,16 @@ func rowOf(n int, t *Task, c *Call) row {
 	}
 	if c.Replayed {
 		r.Did = append(r.Did, "replayed")
+	}
+	if c.Drift != "" {
+		r.Did = append(r.Did, "tool changed since pinned: "+c.Drift)
+	}
+	if c.Cost != nil {
+		cost := Amount(c.Cost.Amount) + " " + c.Cost.Currency
+		if c.Cost.Free != "" {
+			cost += " (" + c.Cost.Free + ")"
+		}
+		r.Did = append(r.Did, "cost "+cost)
 	}
 	r.Arguments = excerpt(string(c.Arguments))
 	r.Result = excerpt(string(c.Result))

@@ -72,7 +72,8 @@ func TestSummary(t *testing.T) {
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"task gaia-1: 7 calls, 3 errors, 1 refused, 1 fallbacks, 1 corrected, 1 timeouts, 1 replayed", "code__run    2      2       30.1s  30s", "task gaia/2: 2 calls", "2 lines could not be read",
+	for _, want := range []string{"TASK    CALLS  ERRORS", "gaia-1  7      3       1        1          1          0      -     33.5s",
+		"task gaia-1: 7 calls, 3 errors, 1 refused, 1 fallback, 1 corrected, 1 timeout, 1 replayed", "code__run    2      2       30.1s  30s", "task gaia/2: 2 calls, 0 errors, 1 replayed", "2 lines could not be read",
 		"  refused by no-benchmark-answers: web__scrape {"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
@@ -106,8 +107,14 @@ func TestHTMLIsSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
+	// One script, the template's own: nothing of the journal in it.
+	script := regexp.MustCompile(`(?s)<script>.*?</script>`)
+	if got := script.FindAllString(page, -1); len(got) != 1 || got[0] != script.FindString(pageTemplate) {
+		t.Errorf("scripts on the page: %q", got)
+	}
+	rest := script.ReplaceAllString(page, "")
 	for _, bad := range []string{"<script", "<img", "<link", "<iframe", "url(", "@import"} {
-		if strings.Contains(page, bad) {
+		if strings.Contains(rest, bad) {
 			t.Errorf("page contains %q", bad)
 		}
 	}
@@ -127,5 +134,74 @@ func TestHTMLIsSelfContained(t *testing.T) {
 	}
 	if !strings.Contains(page, "&lt;img src=x onerror=alert(1)&gt; result") {
 		t.Error("results are not shown escaped")
+	}
+}
+
+// The default task's file holding only a catalog is no task; a task with
+// calls hours apart keeps each readable, the gap drawn as a break; --json
+// has no zero times; errors first on request.
+func TestReportShape(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	put := func(task string, lines ...any) {
+		var b bytes.Buffer
+		for _, l := range lines {
+			enc, _ := json.Marshal(l)
+			b.Write(append(enc, '\n'))
+		}
+		if err := os.WriteFile(filepath.Join(dir, journal.FileStem(task)+journal.Ext), b.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(task string, at time.Duration, ms float64, isError bool) journal.CallLine {
+		return journal.CallLine{Header: journal.Header{Kind: journal.KindCall, Time: t0.Add(at), Task: task}, Tool: "kb__ask", Server: "kb", DurationMS: ms, IsError: isError,
+			Arguments: json.RawMessage(`{}`), Result: json.RawMessage(`{"content":[]}`)}
+	}
+	put("", journal.CatalogLine{Header: journal.Header{Kind: journal.KindCatalog, Time: t0}, Servers: []journal.Server{}})
+	put("listed-only", journal.CatalogLine{Header: journal.Header{Kind: journal.KindCatalog, Time: t0, Task: "listed-only"}, Servers: []journal.Server{}})
+	put("apart", call("apart", 0, 800, false), call("apart", time.Second, 500, false), call("apart", 18*time.Second, 900, true))
+	put("fine", call("fine", time.Minute, 100, false))
+	r, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, task := range r.Tasks {
+		names = append(names, task.Name)
+	}
+	if strings.Join(names, ",") != "listed-only,apart,fine" {
+		t.Errorf("tasks %v", names)
+	}
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(js.String(), "0001-01-01") {
+		t.Errorf("a zero time in --json:\n%s", js.String())
+	}
+	if !r.Sort(SortErrors) || r.Tasks[0].Name != "apart" || r.Sort("loudest") {
+		t.Error("errors first")
+	}
+
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"3 tasks, 4 calls", "task fine: 1 call, 0 errors;", "task listed-only: 0 calls, 0 errors; no calls, 1 tool list recorded"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+
+	// The 16 s gap is a break: the calls before it take most of the width.
+	p := taskView(r.Tasks[0])
+	if len(p.Timeline.Breaks) != 1 || !strings.Contains(p.Timeline.Breaks[0].Label, "16.5s idle") {
+		t.Fatalf("breaks %+v", p.Timeline.Breaks)
+	}
+	if first := p.Timeline.Bars[0]; first.W < 200 {
+		t.Errorf("the first call is %.1f wide of %d", first.W, timelineWidth)
+	}
+	if last := p.Timeline.Bars[2]; last.X+last.W > timelineWidth+minBarWidth || last.W < 200 {
+		t.Errorf("last bar %+v", last)
 	}
 }

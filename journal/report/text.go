@@ -4,30 +4,42 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 )
 
-// WriteText writes the summary for people: a paragraph per task, with a
-// table of its tools.
+// WriteText writes the summary for people: a table of the tasks, then a
+// paragraph per task with a table of its tools.
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(r.Tasks) == 0 {
 		fmt.Fprintf(tw, "no calls in %s\n", r.Dir)
+		return tw.Flush()
 	}
-	for i, t := range r.Tasks {
-		if i > 0 {
-			fmt.Fprintln(tw)
-		}
-		fmt.Fprintf(tw, "task %s: %d calls, %d errors, %d refused, %d fallbacks, %d corrected, %d timeouts, %d replayed; %s\n",
-			TaskName(t.Name), t.Calls, t.Errors, t.Refusals, t.Fallbacks, t.Corrections, t.Timeouts, t.Replayed, t.span())
+	calls := 0
+	for _, t := range r.Tasks {
+		calls += t.Calls
+	}
+	fmt.Fprintf(tw, "%s, %s", Plural(len(r.Tasks), "task"), Plural(calls, "call"))
+	if len(r.Cost) > 0 {
+		fmt.Fprintf(tw, ", cost %s", r.Cost)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "TASK\tCALLS\tERRORS\tREFUSED\tFALLBACKS\tCORRECTED\tDRIFT\tCOST\tDURATION")
+	for _, t := range r.Tasks {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", TaskName(t.Name), t.Calls, t.Errors, t.Refusals, t.Fallbacks, t.Corrections, t.Drift, orDash(t.Cost.String()), ms(t.DurationMS))
+	}
+	for _, t := range r.Tasks {
+		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "task %s: %s; %s\n", TaskName(t.Name), t.counts(), t.span())
 		if len(t.Tools) == 0 {
 			continue
 		}
-		fmt.Fprintln(tw, "  TOOL\tCALLS\tERRORS\tTOTAL\tSLOWEST")
+		fmt.Fprintln(tw, "  TOOL\tCALLS\tERRORS\tTOTAL\tSLOWEST\tCOST")
 		for _, tool := range t.Tools {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\n", tool.Tool, tool.Calls, tool.Errors, ms(tool.TotalMS), ms(tool.SlowestMS))
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\n", tool.Tool, tool.Calls, tool.Errors, ms(tool.TotalMS), ms(tool.SlowestMS), orDash(tool.Cost.String()))
 		}
 		// The blocked attempts, each with its arguments: what an agent
 		// under evaluation tried to reach.
@@ -37,13 +49,58 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 	}
+	if len(r.Cost) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "SERVER\tCALLS\tCOST")
+		for _, s := range r.Servers {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", orDash(s.Server), s.Calls, orDash(s.Cost.String()))
+		}
+	}
 	if r.Unreadable > 0 {
-		fmt.Fprintf(tw, "\n%d lines could not be read (not JSON)\n", r.Unreadable)
+		fmt.Fprintf(tw, "\n%s could not be read (not JSON)\n", Plural(r.Unreadable, "line"))
 	}
 	for _, f := range r.SkippedFiles {
 		fmt.Fprintf(tw, "\n%s\n", f)
 	}
 	return tw.Flush()
+}
+
+// counts are the task's counts in words, those that are zero left out
+// but calls and errors.
+func (t *Task) counts() string {
+	parts := []string{Plural(t.Calls, "call"), Plural(t.Errors, "error")}
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{t.Refusals, "refused"}, {t.Fallbacks, "fallback"}, {t.Redactions, "redacted"}, {t.Corrections, "corrected"}, {t.Timeouts, "timeout"}, {t.Replayed, "replayed"}, {t.Drift, "drifted"}} {
+		if c.n == 0 {
+			continue
+		}
+		if strings.HasSuffix(c.what, "ed") {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		} else {
+			parts = append(parts, Plural(c.n, c.what))
+		}
+	}
+	if len(t.Cost) > 0 {
+		parts = append(parts, "cost "+t.Cost.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Plural is "1 call", "2 calls".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // WriteJSON writes the summary for scripts.
@@ -63,9 +120,9 @@ func TaskName(task string) string {
 
 func (t *Task) span() string {
 	if t.Start.IsZero() {
-		return "no calls"
+		return fmt.Sprintf("no calls, %s recorded", Plural(t.Catalogs, "tool list"))
 	}
-	return fmt.Sprintf("%s to %s (%s)", t.Start.Format(time.RFC3339), t.End.Format(time.RFC3339), ms(float64(t.End.Sub(t.Start).Microseconds())/1000))
+	return fmt.Sprintf("%s to %s (%s)", t.Start.Format(time.RFC3339), t.End.Format(time.RFC3339), ms(t.DurationMS))
 }
 
 // ms writes a duration given in milliseconds.

@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Servers that speak only MCP 2026-07-28 are aggregated beside a 2025 one
+// (server-everything), for a client of MCP 2025-11-25: each is listed and
+// called, its input request (an elicitation) is answered by the client
+// and the answer reaches the server with its request state, a tool it
+// adds reaches the client as tools/list_changed, and `check` shows the
+// era of each.
+func TestServersOnlyOf2026(t *testing.T) {
+	httpServer := only2026Server("only2026http")
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return httpServer }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(ts.Close)
+	// The TypeScript SDK v2's createMcpHandler, of 2026-07-28 only
+	// (legacy: 'reject') and of both eras (its default).
+	tsReject := runHTTP(t, "ts-reject", exec.Command(filepath.Join(nodeBin, "node"), "ts2026server.mjs", "reject"))
+	tsDefault := runHTTP(t, "ts-default", exec.Command(filepath.Join(nodeBin, "node"), "ts2026server.mjs", "stateless"))
+	dir := writeConfig(t, map[string]string{
+		"tool/everything.yaml": npmServer(t, "everything", "mcp-server-everything", "stdio"),
+		"tool/newstdio.yaml":   fixture("newstdio", "only2026"),
+		"tool/newhttp.yaml":    fmt.Sprintf("name: newhttp\nurl: %s\n", ts.URL),
+		"tool/tsreject.yaml":   fmt.Sprintf("name: tsreject\nurl: %s/mcp\n", tsReject.url),
+		"tool/tsdefault.yaml":  fmt.Sprintf("name: tsdefault\nurl: %s/mcp\n", tsDefault.url),
+	})
+	changed := make(chan struct{}, 16)
+	asked := make(chan string, 16)
+	opts := &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- req.Params.Message
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "teal"}}, nil
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	}
+	cs, _ := startStdioSession(t, dir, opts, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Fatalf("the client speaks %s with mcpmux, want 2025-11-25", v)
+	}
+
+	names := toolNames(t, cs)
+	for _, want := range []string{"everything__echo", "newstdio__greet", "newstdio__ask", "newhttp__greet", "newhttp__ask", "tsreject__ask", "tsdefault__ask"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s not listed: %v", want, names)
+		}
+	}
+	if got := resultText(callTool(t, cs, "everything__echo", map[string]any{"message": "old era"})); !strings.Contains(got, "old era") {
+		t.Errorf("everything__echo = %q", got)
+	}
+	for _, c := range []struct{ server, impl, state string }{
+		{"newstdio", "only2026", `, state "asked-once"`},
+		{"newhttp", "only2026http", `, state "asked-once"`},
+		{"tsreject", "ts-reject", ""},
+		{"tsdefault", "ts-stateless", ""},
+	} {
+		res := callTool(t, cs, c.server+"__greet", map[string]any{"name": "Ada"})
+		if got, want := resultText(res), c.impl+" greets Ada"; res.IsError || got != want {
+			t.Errorf("%s__greet = %q (isError %v), want %q", c.server, got, res.IsError, want)
+		}
+
+		res = callTool(t, cs, c.server+"__ask", map[string]any{})
+		if got, want := resultText(res), c.impl+`: accept, color teal`+c.state; res.IsError || got != want {
+			t.Errorf("%s__ask = %q (isError %v), want %q", c.server, got, res.IsError, want)
+		}
+		select {
+		case m := <-asked:
+			if m != "Your favourite colour?" {
+				t.Errorf("%s__ask asked the client %q", c.server, m)
+			}
+		default:
+			t.Errorf("%s__ask: the client was not asked", c.server)
+		}
+
+		drain(changed)
+		if got := resultText(callTool(t, cs, c.server+"__grow", map[string]any{})); got != c.impl+" grew a tool" {
+			t.Errorf("%s__grow = %q", c.server, got)
+		}
+		select {
+		case <-changed:
+		case <-time.After(testTimeout):
+			t.Fatalf("%s: no tools/list_changed after the server added a tool", c.server)
+		}
+		waitListed(t, cs, c.server+"__grown")
+		if got := resultText(callTool(t, cs, c.server+"__grown", map[string]any{})); got != c.impl+": grown" {
+			t.Errorf("%s__grown = %q", c.server, got)
+		}
+	}
+
+	// check shows each server's era.
+	out, _, _ := runMcpmux(t, "check", "--config", dir)
+	for _, want := range []string{"everything ", "newstdio ", "newhttp ", "tsreject ", "tsdefault "} {
+		line := lineWith(out, want)
+		era := "2026-07-28"
+		if want == "everything " {
+			era = "2025-11-25"
+		}
+		if !strings.Contains(line, era) {
+			t.Errorf("check: %s line %q does not show %s\n%s", strings.TrimSpace(want), line, era, out)
+		}
+	}
+}
+
+// waitListed waits until the client's tools/list has name: a list change
+// may be announced before the catalog of every profile has it.
+func waitListed(t *testing.T, cs *mcp.ClientSession, name string) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		if slices.Contains(toolNames(t, cs), name) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never listed", name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func lineWith(text, prefix string) string {
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}

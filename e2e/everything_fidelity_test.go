@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServerEverythingFidelity compares, directly and through mcpmux,
+// what real clients were seen to get differently from server-everything
+// (issue 36): over stdio and Streamable HTTP, with the server shared by
+// the clients of mcpmux or one per client, and over HTTP with the server
+// as mcpmux's child or at its own URL. Each check is one answer of
+// fidelityAnswers; sessionAnswers checks that two clients of one mcpmux
+// see no state of each other's.
+func TestServerEverythingFidelity(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(nodeBin, "mcp-server-everything")
+	for _, session := range []string{"shared", "per-client"} {
+		t.Run("stdio/"+session, func(t *testing.T) {
+			t.Parallel()
+			for _, caps := range []rawCaps{{host: true}, {}} {
+				direct, _ := startRawClient(t, exec.Command(bin, "stdio"), caps, nil)
+				via := viaStdioRaw(t, npmServer(t, "x", "mcp-server-everything", "stdio")+"session: "+session+"\n", caps)
+				compareAnswers(t, fidelityAnswers(t, direct, ""), fidelityAnswers(t, via, "x__"))
+			}
+			// 9. A client that starts mcpmux gets no list_changed of a
+			// kind it would not get directly (server-everything sends
+			// tools/list_changed as it adds the tools that depend on the
+			// client's capabilities) for the servers mcpmux starts
+			// meanwhile: initialize waits for them, up to 10 s.
+			direct, _ := startRawClient(t, exec.Command(bin, "stdio"), rawCaps{host: true}, nil)
+			dir := writeConfig(t, map[string]string{"tool/x.yaml": npmServer(t, "x", "mcp-server-everything", "stdio") + "session: " + session + "\n"})
+			cmd := exec.Command(mcpmuxBin, "--config", dir)
+			logs := newLogBuffer()
+			cmd.Stderr = logs
+			via, _ := startRawClient(t, cmd, rawCaps{host: true}, nil)
+			d, v := startupKinds(t, direct), startupKinds(t, via)
+			started := logs.waitFor(t, regexp.MustCompile(`msg="servers started".* elapsed=([0-9.]+)s`))
+			if secs, _ := strconv.ParseFloat(started, 64); secs >= 10 {
+				t.Logf("the servers took %vs to start, longer than initialize waits: list_changed at start not compared", secs)
+			} else if extra := slices.DeleteFunc(v, func(k string) bool { return slices.Contains(d, k) }); len(extra) > 0 {
+				t.Errorf("through mcpmux the client got %v at its start, which it does not get directly (directly: %v)", extra, d)
+			}
+		})
+	}
+	for _, mode := range []struct{ name, cfg string }{
+		{"http/child/auto", npmServer(t, "x", "mcp-server-everything", "stdio")},
+		{"http/child/per-client", npmServer(t, "x", "mcp-server-everything", "stdio") + "session: per-client\n"},
+		{"http/url/auto", ""},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			directURL := startEverythingHTTP(t, bin)
+			cfg := mode.cfg
+			if cfg == "" {
+				cfg = "name: x\nurl: " + startEverythingHTTP(t, bin) + "\n"
+			}
+			p := startHTTP(t, writeConfig(t, map[string]string{"tool/x.yaml": cfg}))
+			p.logs.waitFor(t, regexp.MustCompile(`msg="servers started"`))
+			viaURL := p.url + "/mcp"
+			for _, caps := range []rawCaps{{host: true}, {}} {
+				direct, _ := startRawHTTPClient(t, directURL, caps)
+				via, _ := startRawHTTPClient(t, viaURL, caps)
+				compareAnswers(t, fidelityAnswers(t, direct, ""), fidelityAnswers(t, via, "x__"))
+			}
+			compareAnswers(t, sessionAnswers(t, directURL, ""), sessionAnswers(t, viaURL, "x__"))
+		})
+	}
+}
+
+// viaStdioRaw starts an mcpmux serving cfg (the tool file of a server
+// named "x") over stdio, and a rawClient on it once its servers started.
+func viaStdioRaw(t *testing.T, cfg string, caps rawCaps) *rawClient {
+	t.Helper()
+	dir := writeConfig(t, map[string]string{"tool/x.yaml": cfg})
+	cmd := exec.Command(mcpmuxBin, "--config", dir)
+	logs := newLogBuffer()
+	cmd.Stderr = logs
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("mcpmux log:\n%s", logs.String())
+		}
+	})
+	c, _ := startRawClient(t, cmd, caps, func() { logs.waitFor(t, regexp.MustCompile(`msg="servers started"`)) })
+	return c
+}
+
+// fidelityAnswers makes, on c, the requests whose answers differed
+// through mcpmux, and returns the answers.
+func fidelityAnswers(t *testing.T, c *rawClient, prefix string) []answer {
+	t.Helper()
+	var out []answer
+	add := func(key string, raw json.RawMessage) {
+		out = append(out, answer{key, normalizeAnswer(raw, prefix)})
+	}
+	tool := func(name string, args map[string]any) json.RawMessage {
+		return c.call("tools/call", map[string]any{"name": prefix + name, "arguments": args})
+	}
+
+	// 1. An error that means something to the client (-32042: open this
+	// URL first, in data) is a JSON-RPC error, data and all. 8. A tool
+	// the server does not list to this client (it declared no URL
+	// elicitation) is as unknown through mcpmux as directly.
+	urlElicitation := tool("trigger-url-elicitation", map[string]any{"url": "https://example.com/login", "errorPath": true})
+	if c.caps.host {
+		add("trigger-url-elicitation, error path", urlElicitation)
+	} else {
+		// Directly the SDK's "Tool … not found", through mcpmux its own
+		// unknown-tool text: both an isError result of a tool not run.
+		var res struct {
+			IsError bool
+			Content []struct{ Text string }
+		}
+		_ = json.Unmarshal(urlElicitation, &res)
+		text := ""
+		if len(res.Content) > 0 {
+			text = res.Content[0].Text
+		}
+		unknown := res.IsError && (strings.Contains(text, "not found") || strings.Contains(text, "Unknown tool"))
+		add("trigger-url-elicitation, not listed to this client: unknown", mustMarshal(unknown))
+	}
+
+	// 6. The client's elicitation answer reaches the server as it wrote
+	// it (server-everything prints it back).
+	if c.caps.host {
+		add("trigger-elicitation-request", tool("trigger-elicitation-request", map[string]any{}))
+	}
+
+	// 7. Completion for a prompt nobody has: the server's answer.
+	add("completion/complete of an unknown prompt", c.call("completion/complete", map[string]any{
+		"ref":      map[string]any{"type": "ref/prompt", "name": prefix + "nope"},
+		"argument": map[string]any{"name": "x", "value": "y"},
+	}))
+
+	// 4. The cacheScope of a resource read from a template (not listed):
+	// absent or "public", never "".
+	var read struct {
+		CacheScope *string `json:"cacheScope"`
+	}
+	_ = json.Unmarshal(c.call("resources/read", map[string]any{"uri": "demo://resource/dynamic/text/1"}), &read)
+	scope := "absent or public"
+	if read.CacheScope != nil && *read.CacheScope != "public" {
+		scope = fmt.Sprintf("%q", *read.CacheScope)
+	}
+	add("cacheScope of a resource read from a template", mustMarshal(scope))
+
+	// 3. A tool that creates a resource: the list has it when the tool
+	// has answered, and notifications/resources/list_changed came before
+	// the answer (over stdio, where there is one stream to order).
+	c.notifications()
+	add("gzip-file-as-resource", tool("gzip-file-as-resource", map[string]any{"name": "fid.gz", "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resourceLink"}))
+	if !c.http {
+		add("notifications before gzip-file-as-resource's answer", mustMarshal(methods(c.notifications(), "notifications/resources/list_changed")))
+	}
+	add("resources/list after gzip-file-as-resource", mustMarshal(resourceURIs(t, c, "demo://resource/session/")))
+	add("resources/read of the new resource", c.call("resources/read", map[string]any{"uri": "demo://resource/session/fid.gz"}))
+
+	// 5. A call the client cancels gets no answer.
+	id, answered := c.start("tools/call", map[string]any{"name": prefix + "trigger-long-running-operation", "arguments": map[string]any{"duration": 1.2, "steps": 4}, "_meta": map[string]any{"progressToken": "cancel-me"}})
+	waitNotification(t, c, "cancel-me")
+	c.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": "the user changed their mind"})
+	// A call that ends after the cancelled one would have.
+	tool("trigger-long-running-operation", map[string]any{"duration": 1.2, "steps": 1})
+	c.call("ping", nil)
+	got := "none"
+	select {
+	case r := <-answered:
+		got = fmt.Sprintf("result %s error %s", r.result, r.err)
+	default:
+	}
+	if !c.http {
+		// Over HTTP mcpmux still answers on the call's own stream
+		// (issue 36, item 5: not done there yet).
+		add("answer to a cancelled call", mustMarshal(got))
+	}
+	return out
+}
+
+// startupKinds are the kinds of list_changed notifications a client got
+// from its start to its first tools/list's answer (and a ping after it).
+func startupKinds(t *testing.T, c *rawClient) []string {
+	t.Helper()
+	c.call("tools/list", map[string]any{})
+	c.call("ping", nil)
+	kinds := methods(c.notifications(), "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed")
+	slices.Sort(kinds)
+	return slices.Compact(kinds)
+}
+
+// sessionAnswers connects two clients to url with different roots: what
+// the second sees must not depend on the first (its roots, the resource
+// it made).
+func sessionAnswers(t *testing.T, url, prefix string) []answer {
+	t.Helper()
+	one, _ := startRawHTTPClient(t, url, rawCaps{host: true, root: "file:///tmp/one"})
+	two, _ := startRawHTTPClient(t, url, rawCaps{host: true, root: "file:///tmp/two"})
+	var out []answer
+	add := func(key string, raw json.RawMessage) {
+		out = append(out, answer{key, normalizeAnswer(raw, prefix)})
+	}
+	tool := func(c *rawClient, name string, args map[string]any) json.RawMessage {
+		return c.call("tools/call", map[string]any{"name": prefix + name, "arguments": args})
+	}
+	add("get-roots-list of client one", tool(one, "get-roots-list", map[string]any{}))
+	add("get-roots-list of client two", tool(two, "get-roots-list", map[string]any{}))
+	add("client one makes a resource", tool(one, "gzip-file-as-resource", map[string]any{"name": "one.gz", "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resourceLink"}))
+	add("session resources listed to client one", mustMarshal(resourceURIs(t, one, "demo://resource/session/")))
+	add("session resources listed to client two", mustMarshal(resourceURIs(t, two, "demo://resource/session/")))
+	add("client two reads client one's resource", two.call("resources/read", map[string]any{"uri": "demo://resource/session/one.gz"}))
+	return out
+}
+
+// resourceURIs lists the resources on c whose URI starts with prefix.
+func resourceURIs(t *testing.T, c *rawClient, prefix string) []string {
+	t.Helper()
+	var page struct {
+		Resources []struct{ URI string }
+	}
+	if err := json.Unmarshal(c.call("resources/list", map[string]any{}), &page); err != nil {
+		t.Fatalf("resources/list: %v", err)
+	}
+	uris := []string{}
+	for _, r := range page.Resources {
+		if strings.HasPrefix(r.URI, prefix) {
+			uris = append(uris, r.URI)
+		}
+	}
+	return uris
+}
+
+// methods returns the notifications of notes whose method is one of want,
+// by method.
+func methods(notes []json.RawMessage, want ...string) []string {
+	out := []string{}
+	for _, n := range notes {
+		var m struct{ Method string }
+		if json.Unmarshal(n, &m) == nil && slices.Contains(want, m.Method) {
+			out = append(out, m.Method)
+		}
+	}
+	return out
+}
+
+// waitNotification waits for a notification that mentions s.
+func waitNotification(t *testing.T, c *rawClient, s string) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		for _, n := range c.notes {
+			if strings.Contains(string(n), s) {
+				c.mu.Unlock()
+				return
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no notification with %q", s)
+}
