@@ -58,7 +58,8 @@ func TestOutputFilesServedToTheCallingSession(t *testing.T) {
 		"browser": fixtureServer("browser", map[string]mcp.ToolHandler{"snapshot": snapshot}),
 	}, "max_result_bytes: 64KiB\n", map[string]string{"browser": "cwd: " + cwd + "\noutput_dir: " + out + "\n"})
 
-	cs := h.client(DefaultProfile)
+	// Links are bound to a session: 2025-11-25 clients have one.
+	cs := h.clientVersion(DefaultProfile, "2025-11-25")
 	res := call(t, cs, "browser__snapshot", nil)
 	got := res.Content[0].(*mcp.TextContent).Text
 	uris := map[string]string{}
@@ -107,7 +108,8 @@ func TestOutputFilesServedToTheCallingSession(t *testing.T) {
 		}
 	}
 	wantErr("a file over max_result_bytes", uris["Big"], "more than max_result_bytes = 64KiB", cs)
-	wantErr("another session", uris["Snapshot"], "unknown or expired", h.client(DefaultProfile))
+	wantErr("another session", uris["Snapshot"], "unknown or expired", h.clientVersion(DefaultProfile, "2025-11-25"))
+	wantErr("a sessionless client", uris["Snapshot"], "unknown or expired", h.client(DefaultProfile))
 	wantErr("a made-up token", "mcpmux://files/00000000000000000000000000000000/page-1.yml", "unknown or expired", cs)
 
 	// The linked file replaced by a symlink out of output_dir.
