@@ -79,6 +79,7 @@ type Aggregator struct {
 	profiles map[string]*profile
 
 	clients   clientSessions // what mcpmux keeps of each client session (clients.go)
+	files     outputFiles    // files of output_dir servers served to the session they were linked to (outputfiles.go)
 	stdioOuts sync.Map       // *mcp.ServerSession → *stdioOut: stdout of a stdio session (taskfront.go)
 	streams   clientStreams  // open GET streams of HTTP sessions (taskfront.go)
 
@@ -283,7 +284,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 

@@ -84,6 +84,9 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	c.span.Set("mcpmux.outcome", resultOutcome(res.isError()))
 	traceResult(down, res)
 	a.log.Debug("tool call", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "elapsed", elapsed)
+	if cfg := srv.Config(); cfg.OutputDir != "" {
+		res = decoded(a.linkOutputFiles(ctx, c.session, cfg, res.typed(), start.Add(-time.Second)))
+	}
 	// A result no longer than the limit cannot hold more payload than it
 	// allows: only a longer one is decoded to be measured.
 	limit := settings.MaxResultBytes

@@ -91,6 +91,11 @@ type Server struct {
 	// resumed, before the call is given up as lost. Zero means
 	// DefaultResumeTimeout.
 	ResumeTimeout time.Duration `koanf:"resume_timeout"`
+	// OutputDir is the directory where the server writes files its results
+	// link to (a browser's snapshots); mcpmux serves the linked files to the
+	// calling client as resources (aggregator/outputfiles.go). Relative to
+	// the config directory; empty means links are passed on unchanged.
+	OutputDir string `koanf:"output_dir"`
 	// Auth is how mcpmux authorizes itself to a url: server (OAuth); nil
 	// means it sends only Headers.
 	Auth *Auth `koanf:"auth"`

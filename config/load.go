@@ -109,6 +109,9 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 		if srv.Cwd != "" && !filepath.IsAbs(srv.Cwd) {
 			srv.Cwd = filepath.Join(dir, srv.Cwd)
 		}
+		if srv.OutputDir != "" && !filepath.IsAbs(srv.OutputDir) {
+			srv.OutputDir = filepath.Join(dir, srv.OutputDir)
+		}
 		srv.Auth.resolvePaths(dir)
 		if srv.IsEnabled() {
 			snap.Servers = append(snap.Servers, srv)
