@@ -25,12 +25,14 @@ import (
 // protocol (see era.go): the go-sdk client tries server/discover for
 // 2026-07-28 and falls back to initialize on any error, so auto and a
 // pinned 2026-07-28 offer the same; a pin is checked once connected. A
-// legacy HTTP+SSE server is offered 2025-11-25: that transport predates
-// MCP 2026-07-28, and a refused server/discover on it would hide the
-// reason of a failed connection (such as an endpoint on another origin)
-// behind the initialize that follows.
+// legacy HTTP+SSE server is offered 2025-11-25 unless pinned to
+// 2026-07-28: that transport predates MCP 2026-07-28, and a refused
+// server/discover on it would hide the reason of a failed connection
+// (such as an endpoint on another origin) behind the initialize that
+// follows.
 func (srv *Server) offeredProtocol() string {
-	if srv.cfg.Protocol == config.Protocol2025 || srv.cfg.Type == config.TransportSSE || srv.useSSE.Load() {
+	sse := srv.cfg.Type == config.TransportSSE || srv.useSSE.Load()
+	if srv.cfg.Protocol == config.Protocol2025 || sse && srv.cfg.Protocol != config.Protocol2026 {
 		return config.Protocol2025
 	}
 	return config.Protocol2026
