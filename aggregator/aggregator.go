@@ -22,6 +22,7 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/journal/replay"
 	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	// its own (server-to-client requests, list_changed, subscriptions).
 	// False keeps sessions.
 	Stateless bool
+	// Tracing holds the span exporter (package tracing), which the
+	// application replaces on reload; nil never traces.
+	Tracing *tracing.Switch
 }
 
 // Aggregator serves the merged catalog of a pool.
@@ -75,12 +79,14 @@ type Aggregator struct {
 	profiles map[string]*profile
 
 	clients   clientSessions // what mcpmux keeps of each client session (clients.go)
+	files     outputFiles    // files of output_dir servers served to the session they were linked to (outputfiles.go)
 	stdioOuts sync.Map       // *mcp.ServerSession → *stdioOut: stdout of a stdio session (taskfront.go)
 	streams   clientStreams  // open GET streams of HTTP sessions (taskfront.go)
 
 	subs    subscriptions
 	metrics *metrics.Metrics
-	parked  *parkedCalls // calls of sessionless clients waiting for their input (mrtr.go)
+	parked  *parkedCalls    // calls of sessionless clients waiting for their input (mrtr.go)
+	tracing *tracing.Switch // spans of client requests (tracing.go); nil is off
 
 	journal    *journal.Journal // writes nothing unless the settings name a dir
 	frozen     *journal.Journal // the replayed journal, appended to with replay.miss: record
@@ -138,6 +144,7 @@ func New(opts *Options) *Aggregator {
 		subs:        subscriptions{n: map[string]int{}},
 		metrics:     opts.Metrics,
 		parked:      newParkedCalls(),
+		tracing:     opts.Tracing,
 	}
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)
@@ -277,7 +284,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 

@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -95,24 +96,28 @@ func classify(ctx, cctx context.Context, err error) (failure, any) {
 
 // passedOn returns the JSON-RPC error a client gets as it is, in place of
 // an isError result, for a call that failed with err: a server's error
-// whose code means something to a client, which a result would hide. That
-// is every code but JSON-RPC's own, which say the request was wrong (parse
-// error, invalid request, method not found, invalid params, internal
-// error) and are best read by an agent as a result that says what to fix.
-// MCP's codes (-32042 URL elicitation required, with the URLs in its
-// data; -32002 resource not found; -32021 missing client capability) and
-// a server's own keep their code, message and data. Nil for any other
-// failure.
-func passedOn(err error) *jsonrpc.Error {
+// whose code is one of MCP's, in the range JSON-RPC leaves to the
+// implementation (-32000 to -32099: -32042 URL elicitation required, with
+// the URLs in its data; -32002 resource not found; -32021 missing client
+// capability), which means something to a client that a result would
+// hide. It keeps its code and data; mask hides the config's secrets in
+// its message and data, as in every answer. JSON-RPC's own codes (the
+// request was wrong) and any other code a server makes up are answered
+// as an isError result that says what happened: failure is data. Nil for
+// those and for any other failure.
+func passedOn(err error, mask func(string) string) *jsonrpc.Error {
 	var rpc *upstream.RPCError
-	if !errors.As(err, &rpc) {
+	if !errors.As(err, &rpc) || rpc.Code > -32000 || rpc.Code < -32099 {
 		return nil
 	}
-	switch rpc.Code {
-	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams, jsonrpc.CodeInternalError:
-		return nil
+	data := rpc.Data
+	if len(data) > 0 {
+		data = json.RawMessage(mask(string(data)))
+		if !json.Valid(data) {
+			data = nil // masking broke it: better no data than a secret
+		}
 	}
-	return &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
+	return &jsonrpc.Error{Code: rpc.Code, Message: mask(rpc.Message), Data: data}
 }
 
 // timeout is the limit the call ran into, for a timeout; zero otherwise.

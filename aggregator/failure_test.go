@@ -61,12 +61,14 @@ func TestPassedOn(t *testing.T) {
 	}{
 		{fmt.Errorf("calling: %w", &upstream.RPCError{Server: "s", Code: -32042, Message: "open this", Data: data}), -32042},
 		{&upstream.RPCError{Server: "s", Code: -32002, Message: "resource not found"}, -32002},
-		{&upstream.RPCError{Server: "s", Code: 42, Message: "the server's own"}, 42},
+		{&upstream.RPCError{Server: "s", Code: 42, Message: "the server's own"}, 0},
+		{&upstream.RPCError{Server: "s", Code: 0, Message: "upstream refused"}, 0},
+		{&upstream.RPCError{Server: "s", Code: -32000, Message: "server error"}, -32000},
 		{&upstream.RPCError{Server: "s", Code: -32602, Message: "bad params"}, 0},
 		{&upstream.RPCError{Server: "s", Code: -32603, Message: "internal"}, 0},
 		{&upstream.LostError{Server: "s", Err: errors.New("gone")}, 0},
 	} {
-		got := passedOn(tc.err)
+		got := passedOn(tc.err, func(s string) string { return s })
 		switch {
 		case tc.want == 0 && got != nil:
 			t.Errorf("%v: passed on as %v, want an isError result", tc.err, got)

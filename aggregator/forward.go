@@ -15,6 +15,7 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/rewrite"
+	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -26,13 +27,13 @@ import (
 func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result {
 	srv := a.pool.Get(e.Server)
 	if srv == nil {
-		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeUnavailable)
+		a.answered(c, e.Server, e.Tool, metrics.OutcomeUnavailable)
 		c.rec.Failed(metrics.OutcomeUnavailable, 0)
 		return decoded(toolError("Tool '%s' on server '%s' is not available: the server is no longer configured. Use another tool.", e.Tool, e.Server))
 	}
 	args, err := callArguments(c.args)
 	if err != nil {
-		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeBadArgs)
+		a.answered(c, e.Server, e.Tool, metrics.OutcomeBadArgs)
 		c.rec.Failed(metrics.OutcomeBadArgs, 0)
 		return decoded(toolError("Tool '%s' on server '%s' was not called: %v. Pass the arguments as a JSON object matching the tool's input schema.", e.Tool, e.Server, err))
 	}
@@ -41,12 +42,16 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// The server's request, under a span of its own whose context the
+	// server gets in _meta: a server that traces continues the trace.
+	cctx, down := tracing.StartClient(cctx, "tools/call", e.Tool, e.Server)
+	defer down.End("", "")
 	cp := upstream.CallParams{
 		Request: a.request(ctx, srv, c.session, c.task),
 		Params: &mcp.CallToolParams{
 			Name:      e.Tool,
 			Arguments: args,
-			Meta:      withRefusals(forwardMeta(c.meta, c.task), settings.Rules(), e),
+			Meta:      tracing.Inject(cctx, withRefusals(forwardMeta(c.meta, c.task), settings.Rules(), e)),
 		},
 		Progress:     progressTo(ctx, c),
 		StreamClosed: closeClientStream(c.extra),
@@ -65,16 +70,23 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	if err != nil {
 		f, detail := classify(ctx, cctx, err)
 		running.Done(f.outcome)
+		c.span.Set("mcpmux.outcome", f.outcome)
+		down.Fail(f.outcome, err.Error())
 		c.rec.Failed(f.outcome, f.timeout(timeout))
 		a.log.Warn("tool call failed", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "error", err, "elapsed", elapsed)
 		res := decoded(a.maskResult(f.result(e, timeout, detail)))
-		res.rpc = passedOn(err)
+		res.rpc = passedOn(err, a.mask.Mask)
 		return res
 	}
 	res := &result{raw: raw}
 	running.Done(resultOutcome(res.isError()))
 	a.charge(c, srv.Config(), e, "") // the server answered: the call is billed
+	c.span.Set("mcpmux.outcome", resultOutcome(res.isError()))
+	traceResult(down, res)
 	a.log.Debug("tool call", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "elapsed", elapsed)
+	if cfg := srv.Config(); cfg.OutputDir != "" {
+		res = decoded(a.linkOutputFiles(ctx, c.session, cfg, res.typed(), start.Add(-time.Second)))
+	}
 	// A result no longer than the limit cannot hold more payload than it
 	// allows: only a longer one is decoded to be measured.
 	limit := settings.MaxResultBytes

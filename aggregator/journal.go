@@ -11,6 +11,7 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/journal/replay"
 	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/tracing"
 )
 
 // The pipeline's hooks for the journal and replay (mcpmux.yaml's journal
@@ -84,6 +85,7 @@ func (a *Aggregator) recordedServers(running map[string]bool) []ServerFeatures {
 // its journal line when it ends.
 func (a *Aggregator) clientCall(ctx context.Context, p *profile, req *mcp.CallToolRequest) *result {
 	c := a.newToolCall(req)
+	c.span = tracing.FromContext(ctx)
 	if a.journal.On() || a.frozen.On() {
 		c.rec = a.journal.BeginFrozen(journal.Start{
 			Task: c.task, Session: sessionID(c.session), Profile: p.name, Client: clientOf(c.session),
@@ -95,8 +97,11 @@ func (a *Aggregator) clientCall(ctx context.Context, p *profile, req *mcp.CallTo
 		}, a.frozen)
 	}
 	res := a.callTool(ctx, p, c)
+	traceResult(c.span, res)
 	if c.rec != nil {
+		_, span := tracing.StartInternal(ctx, "mcpmux.journal")
 		c.rec.End(res.journaled(), res.isError())
+		span.End("", "")
 	}
 	return res
 }
@@ -109,16 +114,17 @@ func (a *Aggregator) replayed(c *toolCall, e *Entry) *result {
 	if rp == nil {
 		return nil
 	}
+	c.span.Event("mcpmux.replay", "tool", e.Name)
 	res, replayed := rp.Answer(c.task, e.Name, c.args)
 	switch {
 	case replayed:
-		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeReplayed)
+		a.answered(c, e.Server, e.Tool, metrics.OutcomeReplayed)
 		c.rec.Answered(e.Name, c.args, journal.EncodeResult(res), true)
 		if srv := a.pool.Get(e.Server); srv != nil {
 			a.charge(c, srv.Config(), e, "replayed")
 		}
 	case res != nil:
-		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeNotRecorded)
+		a.answered(c, e.Server, e.Tool, metrics.OutcomeNotRecorded)
 		c.rec.Failed(metrics.OutcomeNotRecorded, 0)
 	default:
 		return nil

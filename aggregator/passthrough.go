@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -145,7 +146,7 @@ func (a *Aggregator) getPrompt(server, name, exposed string) mcp.PromptHandler {
 		}
 		task := a.taskOf(req.Params.Meta, req.Extra)
 		res, err := srv.GetPrompt(ctx, a.request(ctx, srv, req.Session, task), &mcp.GetPromptParams{
-			Name: name, Arguments: req.Params.Arguments, Meta: forwardMeta(req.Params.Meta, task),
+			Name: name, Arguments: req.Params.Arguments, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, task)),
 		})
 		if err != nil {
 			return nil, mapRPCError(rpcError("getting prompt "+name, server, err), name, exposed)
@@ -181,7 +182,7 @@ func (a *Aggregator) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 		return nil, err
 	}
 	task := a.taskOf(req.Params.Meta, req.Extra)
-	res, err := srv.ReadResource(ctx, a.request(ctx, srv, req.Session, task), &mcp.ReadResourceParams{URI: orig, Meta: forwardMeta(req.Params.Meta, task)})
+	res, err := srv.ReadResource(ctx, a.request(ctx, srv, req.Session, task), &mcp.ReadResourceParams{URI: orig, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, task))})
 	if err != nil {
 		return nil, mapRPCError(rpcError("reading "+orig, server, err), orig, exposed)
 	}
@@ -388,7 +389,7 @@ func (a *Aggregator) complete(ctx context.Context, p *profile, req *mcp.Complete
 	}
 	params := *req.Params
 	params.Ref = &fwd
-	params.Meta = forwardMeta(req.Params.Meta, "")
+	params.Meta = tracing.Inject(ctx, forwardMeta(req.Params.Meta, ""))
 	raw, err := srv.Complete(ctx, a.request(ctx, srv, req.Session, ""), &params)
 	if err != nil {
 		return nil, rpcError("completion", server, err)

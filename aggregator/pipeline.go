@@ -11,6 +11,7 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/rewrite"
+	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -54,6 +55,10 @@ type toolCall struct {
 	// call is task-augmented. Not to be confused with task, the caller's
 	// task id of mcpmux's journal and per-client environments.
 	augment json.RawMessage
+	// span is the span of the client's request (or of the fallback
+	// that made this call), which the pipeline's steps describe; zero
+	// without tracing.
+	span tracing.Span
 }
 
 // newToolCall describes a client's tools/call request.
@@ -127,14 +132,16 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	if d := v.cat.drift[e.Name]; d != nil {
 		c.rec.Drifted(d.Changed) // pin.on_change: warn
 	}
+	c.span.Set("mcpmux.server", e.Server)
+	c.span.Set("mcpmux.corrected_to", fix.exposedName(e))
 	if v.lazy {
 		a.touchExposed(c.session, e.Name)
 	}
 	// 2. Rules before.
 	rules := a.current.Load().Rules()
 	rc, env := a.ruleCall(p, c, e)
-	if refusal := rules.Before(rc, env); refusal != nil {
-		a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
+	if refusal := a.rulesBefore(ctx, rules, rc, env); refusal != nil {
+		a.answered(c, e.Server, e.Tool, metrics.OutcomeRefused)
 		return fix.annotate(decoded(refusal))
 	}
 	// 3. Run.
@@ -146,7 +153,9 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	res = a.retryElsewhere(ctx, p, c, e, res)
 	// 5. Rules after: decoded only for rules that may act on it.
 	if rules.Inspects(rc, res.isError()) {
-		res = decoded(rules.After(ctx, rc, res.typed(), env))
+		rctx, span := tracing.StartInternal(ctx, "mcpmux.rules.after")
+		res = decoded(rules.After(rctx, rc, res.typed(), env))
+		span.End("", "")
 	}
 	return fix.annotate(res)
 }
@@ -161,7 +170,7 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		return e, nil, nil
 	}
 	if !v.resolvable(name) {
-		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
+		a.answered(c, "", "", metrics.OutcomeUnknown)
 		return nil, nil, toolError("Unknown tool '%s': no server of this client has a tool of that name (the name has %d bytes, longer than any tool's). Check the names in the tool list and try again.", quoteName(name), len(name))
 	}
 	if e := v.hidden[name]; e != nil {
@@ -177,7 +186,7 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 	// A server of the profile that is not up lists no tools: a call naming
 	// it is told so, not routed to, or called ambiguous between, the
 	// servers that have a tool of that name.
-	if res := a.notRunning(v, server, quoteName(name)); res != nil {
+	if res := a.notRunning(c, v, server, quoteName(name)); res != nil {
 		return nil, nil, res
 	}
 	switch len(candidates) {
@@ -190,7 +199,7 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		if e := a.hiddenByTool(v, tool); e != nil {
 			return nil, nil, a.blacklisted(c, e)
 		}
-		a.metrics.CallAnswered("", "", metrics.OutcomeUnknown)
+		a.answered(c, "", "", metrics.OutcomeUnknown)
 		msg := fmt.Sprintf("Unknown tool '%s': no server of this client has a tool of that name. It is possible that the server name and tool name were confused or mixed up; check the names in the tool list and try again.", quoteName(name))
 		if near := closest(name, tool, v, 3); len(near) > 0 {
 			msg += " Closest existing tools: " + strings.Join(near, ", ") + "."
@@ -202,7 +211,7 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 			names[i] = e.Name
 		}
 		a.log.Info("ambiguous tool call", "session", sessionID(c.session), "requested", name, "candidates", names)
-		a.metrics.CallAnswered("", "", metrics.OutcomeAmbiguous)
+		a.answered(c, "", "", metrics.OutcomeAmbiguous)
 		return nil, nil, toolError("Tool '%s' not found as '%s', and several servers have a tool of that name: %s. Call one of these by its full name.", tool, name, strings.Join(names, ", "))
 	}
 }
@@ -235,7 +244,7 @@ func (a *Aggregator) notListedTo(ctx context.Context, c *toolCall, e *Entry) *mc
 // (needs login, failed, still starting): such a server lists no tools, and
 // the caller is told why and what to do rather than that the tool does not
 // exist. Nil when the server part names no such server.
-func (a *Aggregator) notRunning(v *view, prefix, name string) *mcp.CallToolResult {
+func (a *Aggregator) notRunning(c *toolCall, v *view, prefix, name string) *mcp.CallToolResult {
 	if prefix == "" {
 		return nil
 	}
@@ -259,7 +268,7 @@ func (a *Aggregator) notRunning(v *view, prefix, name string) *mcp.CallToolResul
 		default:
 			return nil // up: the tool is unknown to it
 		}
-		a.metrics.CallAnswered(s.Name(), "", metrics.OutcomeUnavailable)
+		a.answered(c, s.Name(), "", metrics.OutcomeUnavailable)
 		return toolError("Tool '%s' cannot be called yet: server '%s' lists no tools because %s. Its tools are listed once it is up.", name, s.Name(), why)
 	}
 	return nil
@@ -267,7 +276,7 @@ func (a *Aggregator) notRunning(v *view, prefix, name string) *mcp.CallToolResul
 
 // blacklisted answers a call of a tool the profile's blacklist hides.
 func (a *Aggregator) blacklisted(c *toolCall, e *Entry) *mcp.CallToolResult {
-	a.metrics.CallAnswered(e.Server, e.Tool, metrics.OutcomeRefused)
+	a.answered(c, e.Server, e.Tool, metrics.OutcomeRefused)
 	a.metrics.RuleHit(metrics.RuleRefused, blacklistRule)
 	c.rec.Routed(e.Server, "")
 	c.rec.Hit(blacklistRule, rewrite.ActionRefused)
@@ -322,17 +331,26 @@ func (fix *correction) annotate(r *result) *result {
 func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call, *rewrite.Env) {
 	rc := &rewrite.Call{Name: e.Name, Server: e.Server, Tool: e.Tool, Args: c.args, Session: sessionID(c.session), Task: c.task}
 	onHit := a.RuleHit
-	if c.rec != nil {
+	if c.rec != nil || c.span.On() {
 		onHit = func(action, rule string) {
 			a.RuleHit(action, rule)
 			c.rec.Hit(rule, action)
+			c.span.Set("mcpmux.rule", rule)
+			c.span.Event("mcpmux.rule", "action", action)
 		}
 	}
 	env := &rewrite.Env{
 		Log:   a.log,
 		OnHit: onHit,
 		Call: func(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
-			return a.callTool(ctx, p, c.derive(name, args)).typed()
+			ctx, span := tracing.StartInternal(ctx, "mcpmux.fallback")
+			d := c.derive(name, args)
+			d.span = span
+			span.Set("gen_ai.tool.name", name)
+			res := a.callTool(ctx, p, d)
+			traceResult(span, res)
+			span.End("", "")
+			return res.typed()
 		},
 	}
 	return rc, env
@@ -372,7 +390,7 @@ func (a *Aggregator) retryElsewhere(ctx context.Context, p *profile, c *toolCall
 	}
 	rc, env := a.ruleCall(p, c, alt[0])
 	if refused := a.current.Load().Rules().Before(rc, env); refused != nil {
-		a.metrics.CallAnswered(alt[0].Server, alt[0].Tool, metrics.OutcomeRefused)
+		a.answered(c, alt[0].Server, alt[0].Tool, metrics.OutcomeRefused)
 		return decoded(refused)
 	}
 	a.log.Info("auto-corrected tool call after the server did not know the tool", "session", sessionID(c.session), "requested", e.Name, "chosen", alt[0].Name)

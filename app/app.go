@@ -26,6 +26,7 @@ import (
 	"github.com/mcpmux/mcpmux/internal/reaper"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/oauth"
+	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -70,6 +71,8 @@ type Instance struct {
 	mode       Mode
 	load       *config.Options // how every snapshot is loaded; fixed at start
 	closeOnce  sync.Once
+	tracing    *tracing.Switch // the span exporter of tracing.go
+	tracingKey *string         // the tracing config it was built from; guarded by reloadMu
 }
 
 // New loads the config directory and builds the pool and the aggregator;
@@ -103,6 +106,8 @@ func New(opts *Options) (*Instance, error) {
 		MaxResultBytes: func() config.Size { return in.agg.Settings().MaxResultBytes },
 	})
 	in.metrics = metrics.New(upstream.MetricsOf(in.pool))
+	in.tracing = &tracing.Switch{}
+	in.applyTracing(snap.Settings)
 	in.agg = aggregator.New(&aggregator.Options{
 		Pool:      in.pool,
 		Metrics:   in.metrics,
@@ -111,6 +116,7 @@ func New(opts *Options) (*Instance, error) {
 		Version:   opts.Version,
 		TaskID:    opts.Task,
 		Stateless: load.Stateless,
+		Tracing:   in.tracing,
 	})
 	in.agg.SetInvalidFiles(snap.Errors)
 	in.explainNames(snap.Servers, snap.Settings.Separator)
@@ -201,6 +207,9 @@ func (in *Instance) closeBy(deadline time.Time, grace time.Duration) {
 		defer cancel()
 		in.pool.Close(ctx, grace)
 		in.reaper.Close()
+		if err := in.tracing.Close(ctx); err != nil {
+			in.log.Warn("tracing: spans not flushed at exit", "error", err)
+		}
 	})
 }
 

@@ -62,6 +62,7 @@ func (in *Instance) Reload(ctx context.Context, snap *config.Snapshot) {
 			in.log.Warn("stateless in mcpmux.yaml changed: it applies from the next start", "stateless_now", in.load.Stateless)
 		}
 		in.agg.SetSettings(d.settings)
+		in.applyTracing(d.settings)
 	} else {
 		in.agg.Sync()
 	}

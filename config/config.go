@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpmux/mcpmux/rewrite"
+	"github.com/mcpmux/mcpmux/tracing"
 )
 
 // Defaults used when a setting is absent.
@@ -90,6 +91,11 @@ type Server struct {
 	// resumed, before the call is given up as lost. Zero means
 	// DefaultResumeTimeout.
 	ResumeTimeout time.Duration `koanf:"resume_timeout"`
+	// OutputDir is the directory where the server writes files its results
+	// link to (a browser's snapshots); mcpmux serves the linked files to the
+	// calling client as resources (aggregator/outputfiles.go). Relative to
+	// the config directory; empty means links are passed on unchanged.
+	OutputDir string `koanf:"output_dir"`
 	// Auth is how mcpmux authorizes itself to a url: server (OAuth); nil
 	// means it sends only Headers.
 	Auth *Auth `koanf:"auth"`
@@ -339,6 +345,9 @@ type Settings struct {
 	Pin              *Pin   `koanf:"pin"`
 	ToolPinning      bool   `koanf:"tool_pinning"`
 	ToolPinningState string `koanf:"-"`
+	// Tracing exports OpenTelemetry spans of every request over OTLP; nil
+	// means off, unless OTEL_TRACES_EXPORTER=otlp (see package tracing).
+	Tracing *Tracing `koanf:"tracing"`
 
 	File string `koanf:"-"`
 	Hash string `koanf:"-"`
@@ -404,6 +413,9 @@ type (
 	Rule     = rewrite.Spec
 	Fallback = rewrite.FallbackSpec
 )
+
+// Tracing is the tracing key, as package tracing defines it.
+type Tracing = tracing.Config
 
 // DefaultSettings returns the settings used when mcpmux.yaml is absent.
 func DefaultSettings() *Settings {
@@ -509,6 +521,9 @@ func (s *Settings) Validate() error {
 	}
 	if err := s.validateRecording(); err != nil {
 		return err
+	}
+	if field, err := s.Tracing.Validate(); err != nil {
+		return fieldErr("tracing."+field, err)
 	}
 	return s.validateSecurity()
 }

@@ -109,6 +109,9 @@ func Load(dir string, opts *Options) (*Snapshot, error) {
 		if srv.Cwd != "" && !filepath.IsAbs(srv.Cwd) {
 			srv.Cwd = filepath.Join(dir, srv.Cwd)
 		}
+		if srv.OutputDir != "" && !filepath.IsAbs(srv.OutputDir) {
+			srv.OutputDir = filepath.Join(dir, srv.OutputDir)
+		}
 		srv.Auth.resolvePaths(dir)
 		if srv.IsEnabled() {
 			snap.Servers = append(snap.Servers, srv)
@@ -355,12 +358,25 @@ var (
 	yamlLineRE     = regexp.MustCompile(`line (\d+)`)
 )
 
+// topLevel reports whether a mapstructure error's field name is the top
+// level of a value of type t: "" before mapstructure 2.5, the type's name
+// ("config.Settings") since.
+func topLevel(t reflect.Type, name string) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return name == "" || (t != nil && name == t.String())
+}
+
 // decodeError turns a mapstructure error from decoding into a value of
 // type t into a FileError that names the field and, where it can be found,
 // its line. An unknown key comes with the key that was likely meant.
 func decodeError(path string, data []byte, t reflect.Type, err error) *FileError {
 	msg := err.Error()
 	if m := invalidKeysRE.FindStringSubmatch(msg); m != nil {
+		if topLevel(t, m[1]) {
+			m[1] = "" // mapstructure ≥ 2.5 names the top level by its type
+		}
 		keys := strings.Split(m[2], ", ")
 		fieldPath := splitFieldPath(m[1])
 		line := lineOfPath(data, append(fieldPath, keys[0]))

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +42,8 @@ func TestPlaywrightPerClientBrowsers(t *testing.T) {
 	cfg := npmServer(t, "playwright", "playwright-mcp",
 		"--headless", "--executable-path", chromiumPath, "--no-sandbox", "--isolated",
 		"--output-dir", out, "--config", launch) +
-		"env:\n  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: \"1\"\n"
+		"env:\n  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: \"1\"\n" +
+		"output_dir: " + out + "\n"
 	dir := writeConfig(t, map[string]string{"tool/playwright.yaml": cfg})
 	p := startHTTP(t, dir)
 
@@ -106,6 +108,21 @@ func TestPlaywrightPerClientBrowsers(t *testing.T) {
 	res := callTool(t, clients[1].cs, "playwright__browser_evaluate", map[string]any{"function": "() => document.title"})
 	if !strings.Contains(resultText(res), "Page beta") {
 		t.Errorf("beta after alpha left: %q", resultText(res))
+	}
+
+	// The snapshot file the result links, on mcpmux's host, is a resource
+	// client beta can read (output_dir, docs/protocol.md), over HTTP.
+	res = callTool(t, clients[1].cs, "playwright__browser_navigate", map[string]any{"url": site.URL + "/beta"})
+	uri := regexp.MustCompile(`\[Snapshot\]\((mcpmux://files/[^)]+)\)`).FindStringSubmatch(resultText(res))
+	if uri == nil {
+		t.Fatalf("navigate's snapshot link was not made a mcpmux://files/ resource: %s", resultText(res))
+	}
+	if l, ok := res.Content[len(res.Content)-1].(*mcp.ResourceLink); !ok || l.URI != uri[1] {
+		t.Errorf("no resource_link item for %s: last item %#v", uri[1], res.Content[len(res.Content)-1])
+	}
+	rr, err := clients[1].cs.ReadResource(testContext(t), &mcp.ReadResourceParams{URI: uri[1]})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, `heading "beta"`) {
+		t.Fatalf("resources/read %s: %+v, %v", uri[1], rr, err)
 	}
 }
 

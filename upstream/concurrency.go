@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"fmt"
+
+	"github.com/mcpmux/mcpmux/tracing"
 )
 
 // limiter bounds the calls running at once (max_concurrency): a call
@@ -27,6 +29,9 @@ func (l limiter) take(ctx context.Context) (func(), error) {
 		return func() { <-l }, nil
 	default:
 	}
+	// Waiting: a span of its own when the call is traced.
+	_, span := tracing.StartInternal(ctx, "mcpmux.wait_slot")
+	defer span.End("", "")
 	select {
 	case l <- struct{}{}:
 		return func() { <-l }, nil

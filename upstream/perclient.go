@@ -69,6 +69,10 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 		c.watch()
 		c.ofClient.Store(true)
 		c.lists.start() // its list_changed: refreshOwn
+		// What the server announced while the connection was made went to
+		// the shared refresh, which a client's connection has not: listed
+		// now, so that no answer waits for it.
+		go c.refreshOwn()
 		c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() { s.closeIdle(id, c) })
 		c.acquire()
 		s.clients[id] = c

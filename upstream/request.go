@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/oauth"
+	"github.com/mcpmux/mcpmux/tracing"
 )
 
 // A client's request to a server: on which connection it runs, how it is
@@ -160,9 +161,11 @@ func run[R any](ctx context.Context, s *Server, r Request, h hooks, send func(co
 		case errors.Is(err, errSessionLost) && !resentLost:
 			resentLost = true
 			s.log.Info("resending the request on a new session")
+			tracing.Event(ctx, "mcpmux.resend", "reason", "session lost")
 		case errors.Is(err, errNotDelivered) && !resentUndelivered:
 			resentUndelivered = true
 			s.log.Info("resending the request: it did not reach the server")
+			tracing.Event(ctx, "mcpmux.resend", "reason", "not delivered")
 		default:
 			return res, err
 		}
