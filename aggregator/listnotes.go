@@ -109,6 +109,9 @@ func (l *listNotes) await(ctx context.Context, ss *mcp.ServerSession, since uint
 // and the go-sdk would tell it of each server's lists as they come, a
 // moment later). Such a client lists after it initialized, and gets every
 // change up to then: directly it gets no list_changed at its start either.
+// A client of MCP 2026-07-28 sends no notifications/initialized: the go-sdk
+// sends it list_changed only on the subscriptions/listen stream it opened,
+// which is its asking for them, so it gets each one.
 func (a *Aggregator) notBeforeInitialized(p *profile) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return a.listChangedAfterInitialized(p, next)
@@ -120,7 +123,7 @@ func (a *Aggregator) listChangedAfterInitialized(p *profile, next mcp.MethodHand
 		switch method {
 		case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 			ss, _ := req.GetSession().(*mcp.ServerSession)
-			if ss == nil {
+			if ss == nil || sessionlessSession(ss) {
 				break
 			}
 			cs := a.lookupClient(ss)
@@ -136,6 +139,13 @@ func (a *Aggregator) listChangedAfterInitialized(p *profile, next mcp.MethodHand
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// sessionlessSession reports whether ss is a client's of MCP 2026-07-28
+// or later, whose requests each carry the protocol version.
+func sessionlessSession(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion >= firstSessionlessVersion
 }
 
 // forget drops what is kept of a session that ended.

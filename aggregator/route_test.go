@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -111,8 +112,15 @@ func TestSubscribeGoesToTheOnlyServerThatTakesSubscriptions(t *testing.T) {
 	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "test://watched-resource"}); err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
-	if got := subs.list(); !slices.Equal(got, []string{"docs subscribe test://watched-resource"}) {
-		t.Errorf("the servers got %v", got)
+	// docs speaks MCP 2026-07-28 with mcpmux: the go-sdk client subscribes
+	// by opening a subscriptions/listen stream it does not wait on, so the
+	// server sees the subscription a moment after Subscribe returned.
+	want := []string{"docs subscribe test://watched-resource"}
+	for deadline := time.Now().Add(10 * time.Second); !slices.Equal(subs.list(), want) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := subs.list(); !slices.Equal(got, want) {
+		t.Errorf("the servers got %v, want %v", got, want)
 	}
 }
 

@@ -17,9 +17,9 @@ import (
 
 // sessionlessHTTP serves the fixtures over HTTP with sessions, as mcpmux
 // does by default: 2026-07-28 requests are routed per request.
-func sessionlessHTTP(t *testing.T, servers map[string]*mcp.Server) (*harness, *httptest.Server) {
+func sessionlessHTTP(t *testing.T, servers map[string]*mcp.Server, serverYAML map[string]string) (*harness, *httptest.Server) {
 	t.Helper()
-	h := newHarness(t, servers, "", nil)
+	h := newHarness(t, servers, "", serverYAML)
 	h.front = h.serveHTTP(nil)
 	ts := httptest.NewServer(h.front)
 	t.Cleanup(ts.Close)
@@ -34,7 +34,7 @@ func TestSessionlessClientOverHTTP(t *testing.T) {
 	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{
 		"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("alpha:")}),
 		"beta":  fixtureServer("beta", map[string]mcp.ToolHandler{"echo": echo("beta:")}),
-	})
+	}, nil)
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
 	if err != nil {
@@ -230,7 +230,7 @@ func askingServer(asked chan<- error) *mcp.Server {
 // answer resumes the parked call, which completes with the answer: over
 // HTTP and over stdio, with the go-sdk v1.8.0 client's own MRTR.
 func TestSessionlessClientAnswersAServersElicitation(t *testing.T) {
-	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{"asker": askingServer(nil)})
+	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{"asker": askingServer(nil)}, pinned2025("asker"))
 	opts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 	}}
@@ -256,7 +256,7 @@ func TestSessionlessClientAnswersAServersElicitation(t *testing.T) {
 // why, and the state is no longer accepted.
 func TestParkedCallStateAndBound(t *testing.T) {
 	asked := make(chan error, 4)
-	h := newHarness(t, map[string]*mcp.Server{"asker": askingServer(asked)}, "", nil)
+	h := newHarness(t, map[string]*mcp.Server{"asker": askingServer(asked)}, "", pinned2025("asker"))
 	c := stdioLines(t, h.agg, DefaultProfile)
 	meta := sessionlessMeta(`{"elicitation":{}}`)
 	first := func() (state, key string) {
@@ -320,7 +320,7 @@ func TestParkedCallStateAndBound(t *testing.T) {
 // on its subscriptions/listen stream, with no session.
 func TestSessionlessListenOverHTTP(t *testing.T) {
 	dyn := fixtureServer("dyn", map[string]mcp.ToolHandler{"one": echo("1:")})
-	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{"dyn": dyn})
+	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{"dyn": dyn}, nil)
 	changed := make(chan struct{}, 10)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },

@@ -21,12 +21,18 @@ import (
 	"github.com/mcpmux/mcpmux/config"
 )
 
-// offeredProtocol is the protocol version offered to a server of the given
-// config protocol (see era.go): the go-sdk client tries server/discover
-// for 2026-07-28 and falls back to initialize on any error, so auto and a
-// pinned 2026-07-28 offer the same; a pin is checked once connected.
-func offeredProtocol(protocol string) string {
-	if protocol == config.Protocol2025 {
+// offeredProtocol is the protocol version offered to srv for its config
+// protocol (see era.go): the go-sdk client tries server/discover for
+// 2026-07-28 and falls back to initialize on any error, so auto and a
+// pinned 2026-07-28 offer the same; a pin is checked once connected. A
+// legacy HTTP+SSE server is offered 2025-11-25 unless pinned to
+// 2026-07-28: that transport predates MCP 2026-07-28, and a refused
+// server/discover on it would hide the reason of a failed connection
+// (such as an endpoint on another origin) behind the initialize that
+// follows.
+func (srv *Server) offeredProtocol() string {
+	sse := srv.cfg.Type == config.TransportSSE || srv.useSSE.Load()
+	if srv.cfg.Protocol == config.Protocol2025 || sse && srv.cfg.Protocol != config.Protocol2026 {
 		return config.Protocol2025
 	}
 	return config.Protocol2026
@@ -144,7 +150,7 @@ func (srv *Server) openSession(ctx context.Context, task string, f ClientFeature
 	}
 	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions(f))
 	client.AddReceivingMiddleware(c.rootsMiddleware, c.elicitMiddleware)
-	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: offeredProtocol(srv.cfg.Protocol)}
+	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: srv.offeredProtocol()}
 
 	if f := srv.opts.Transport; f != nil {
 		if t := f(srv.cfg); t != nil {
