@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -69,12 +68,7 @@ func startHAProxy(t *testing.T, replicas []*replica) (string, *logBuffer) {
 	if err != nil {
 		t.Skip("haproxy is not installed: apt-get install haproxy (.ci/run does)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	var addrs []string
 	for _, r := range replicas {
 		addrs = append(addrs, r.addr)
@@ -89,24 +83,7 @@ func startHAProxy(t *testing.T, replicas []*replica) (string, *logBuffer) {
 	}
 	cmd := exec.Command(bin, "-db", "-f", path) // -db: foreground
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	logs := newLogBuffer()
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(testTimeout):
-			_ = cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("haproxy log:\n%s", logs.String())
-		}
-	})
+	logs, exited := startProcess(t, "haproxy", cmd)
 	// Serving once a request through it reaches a replica.
 	for deadline := time.Now().Add(testTimeout); ; time.Sleep(20 * time.Millisecond) {
 		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -163,6 +164,45 @@ func (p *process) dumpLogsOnFailure(t *testing.T) {
 			t.Logf("mcpmux log:\n%s", p.logs.String())
 		}
 	})
+}
+
+// startProcess starts cmd, a program a test runs beside mcpmux (haproxy,
+// Jaeger), with its output in logs; exited is closed when it exits. It is
+// stopped when the test ends (SIGTERM, killed after testTimeout), and its
+// log, under name, shown if the test failed.
+func startProcess(t *testing.T, name string, cmd *exec.Cmd) (logs *logBuffer, exited <-chan struct{}) {
+	t.Helper()
+	logs = newLogBuffer()
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(testTimeout):
+			_ = cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, logs.String())
+		}
+	})
+	return logs, done
+}
+
+// freePort returns a loopback port free a moment ago, for a program that
+// must be told its port.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // startStdio runs mcpmux over stdio with a go-sdk client connected to it.

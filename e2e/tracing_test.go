@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -71,16 +70,6 @@ type jaeger struct {
 	otlpHTTP, otlpGRPC, query int
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func startJaeger(t *testing.T) *jaeger {
 	t.Helper()
 	bin := os.Getenv(jaegerEnv)
@@ -94,24 +83,7 @@ func startJaeger(t *testing.T) *jaeger {
 	}
 	cmd := exec.Command(bin, "--config", cfg)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	logs := newLogBuffer()
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(testTimeout):
-			_ = cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("jaeger log:\n%s", logs.String())
-		}
-	})
+	logs, exited := startProcess(t, "jaeger", cmd)
 	// Up when its query API answers (and so its receivers listen: they
 	// start first).
 	ctx := testContext(t)
