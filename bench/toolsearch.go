@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/aggregator"
 	"github.com/mcpmux/mcpmux/aggregator/toolsearch"
+	"github.com/mcpmux/mcpmux/bench/synth"
 )
 
 // toolSearch (issue 31) measures mcpmux__find_tools and the lazy catalog:
@@ -84,7 +85,7 @@ func toolSearch(ctx context.Context, e *env, o options) ([]row, error) {
 	for i := range 100 {
 		s := searchServer{name: fmt.Sprintf("s%03d", i)}
 		for j := range 50 {
-			b, _ := json.Marshal(syntheticTool(i*50 + j))
+			b, _ := json.Marshal(synth.Tool(i*50 + j))
 			s.tools = append(s.tools, b)
 		}
 		synthetic = append(synthetic, s)
@@ -233,24 +234,6 @@ func hitNames(ix *toolsearch.Index) func(string) []string {
 			out[i] = h.Name
 		}
 		return out
-	}
-}
-
-// syntheticTool is the bench fixture's extra tool (see fixture/main.go).
-func syntheticTool(i int) map[string]any {
-	return map[string]any{
-		"name":        fmt.Sprintf("tool_%d", i),
-		"description": fmt.Sprintf("Synthetic tool number %d: takes a query, a limit and some options, and echoes the query back.", i),
-		"inputSchema": map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"text":    map[string]any{"type": "string", "description": "The text to echo back."},
-				"limit":   map[string]any{"type": "integer", "description": "How many results at most.", "minimum": 1, "maximum": 100},
-				"verbose": map[string]any{"type": "boolean", "description": "Whether to explain the answer."},
-				"tags":    map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Labels to filter by."},
-			},
-			"required": []any{"text"},
-		},
 	}
 }
 
