@@ -89,6 +89,8 @@ func metaCapabilities(f ClientFeatures) map[string]any {
 		}
 		caps["elicitation"] = e
 	}
+	// mcpmux finishes any task a server makes of a call (tasks2026.go).
+	caps["extensions"] = map[string]any{TasksExtension: map[string]any{}}
 	return caps
 }
 
@@ -423,7 +425,7 @@ func (c *conn) stopTTL() {
 	}
 }
 
-// withoutEnvelope returns a complete 2026 result without what belongs to
+// withoutEnvelope returns a complete 2026 result (or a task handle) without what belongs to
 // the hop between mcpmux and the server: its resultType and the server's
 // serverInfo in _meta (the client has mcpmux's own). The rest passes as
 // the server sent it; a result without them is returned as it is.
@@ -435,7 +437,9 @@ func withoutEnvelope(res json.RawMessage) json.RawMessage {
 	if json.Unmarshal(res, &obj) != nil {
 		return res
 	}
-	delete(obj, "resultType")
+	if string(obj["resultType"]) != `"task"` { // a task handle says what it is
+		delete(obj, "resultType")
+	}
 	if m := obj["_meta"]; m != nil {
 		var meta map[string]json.RawMessage
 		if json.Unmarshal(m, &meta) == nil {

@@ -99,8 +99,8 @@ func TestEra2026RequestsAreTheCallers(t *testing.T) {
 	if err := json.Unmarshal([]byte(callText(t, s, p)), &meta); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(meta[mcp.MetaKeyClientCapabilities]), `{"elicitation":{"form":{}}}`; got != want {
-		t.Errorf("clientCapabilities %s, want the caller's %s", got, want)
+	if got, want := string(meta[mcp.MetaKeyClientCapabilities]), `{"elicitation":{"form":{}},"extensions":{"io.modelcontextprotocol/tasks":{}}}`; got != want {
+		t.Errorf("clientCapabilities %s, want the caller's %s (and the tasks extension, which mcpmux handles for every caller)", got, want)
 	}
 	if got := string(meta[mcp.MetaKeyClientInfo]); !strings.Contains(got, "calling-client") {
 		t.Errorf("clientInfo %s, want the caller's", got)

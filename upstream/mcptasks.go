@@ -124,6 +124,8 @@ type pendingStatus struct {
 // as a task (p.RunTask). token is the call's progress token.
 func (c *conn) callTool(ctx context.Context, params *mcp.CallToolParams, p *CallParams, token string) (json.RawMessage, error) {
 	switch {
+	case c.stateless():
+		return c.callTool2026(ctx, params, p, token) // tasks of the extension
 	case p.Task != nil:
 		res, err := c.rawCall(ctx, "tools/call", &taskCall{params, p.Task})
 		if err == nil {
@@ -389,6 +391,12 @@ type TaskParams struct {
 	Cursor string // of tasks/list
 	// StreamClosed is as for CallParams (tasks/result may run long).
 	StreamClosed func(retry time.Duration) (unreachable bool)
+	// Extension: the client declared the tasks extension of 2026-07-28, and
+	// its request goes to a 2026 server as it is (tasks2026.go); else a
+	// 2026 server's task is spoken of in the 2025 way.
+	Extension bool
+	// InputResponses are the answers of a tasks/update.
+	InputResponses json.RawMessage
 }
 
 // TaskRequest forwards a client's request about a task to the server, on
@@ -398,6 +406,9 @@ type TaskParams struct {
 // caller.
 func (s *Server) TaskRequest(ctx context.Context, p TaskParams) (json.RawMessage, error) {
 	return run(ctx, s, p.Request, hooks{streamClosed: p.StreamClosed}, func(ctx context.Context, c *conn, token string) (json.RawMessage, error) {
+		if c.stateless() {
+			return c.taskRequest2026(ctx, p)
+		}
 		if p.Method == "tasks/result" {
 			c.mu.Lock()
 			if r := c.requests[token]; r != nil {

@@ -57,6 +57,10 @@ type CallParams struct {
 	// it plainly (a tool whose execution.taskSupport is "required"): the
 	// result is the task's.
 	RunTask bool
+	// TasksExtension: the caller declared the tasks extension of MCP
+	// 2026-07-28, and takes a 2026 server's task handle as it is (see
+	// tasks2026.go); else mcpmux finishes the task for it.
+	TasksExtension bool
 }
 
 // hooks are what a request's caller wants to hear about while it runs.
