@@ -210,7 +210,7 @@ func (a *Aggregator) rebuildLocked() {
 		s.PrefetchProbe()
 		f := s.Features()
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
-			Tools: f.Tools, ToolJSON: f.ToolJSON, Prompts: f.Prompts, PromptJSON: f.PromptJSON, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe})
+			Tools: f.Tools, ToolJSON: f.ToolJSON, Prompts: f.Prompts, PromptJSON: f.PromptJSON, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe, Tasks: f.Tasks})
 	}
 	servers = append(servers, a.recordedServers(running)...)
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)

@@ -29,6 +29,9 @@ type ServerFeatures struct {
 	Instructions string
 	// Subscribe reports whether the server supports resources/subscribe.
 	Subscribe bool
+	// Tasks: a server of MCP 2026-07-28 with the tasks extension, whose
+	// every tool may run as a task (upstream.Features.Tasks).
+	Tasks bool
 }
 
 // serverRoutes is what routing needs to know of a server beyond its items:
@@ -94,6 +97,10 @@ type Entry struct {
 	// mcptasks.go).
 	taskSupport string
 	plainListed json.RawMessage
+	// extensionTasks: a tool of a 2026-07-28 server with the tasks
+	// extension, listed as task-capable to clients of 2025 tasks
+	// (setExtensionTasks).
+	extensionTasks bool
 
 	// params are the input schema's parameters, for mcpmux__find_tools.
 	params []toolsearch.Param
@@ -244,7 +251,11 @@ func buildCatalog(servers []ServerFeatures, sep string, maxLen int, prev *Catalo
 			c.encoded[t] = en
 			e := &Entry{Name: name, Server: s.Name, Tool: t.Name, Def: exposedDef(t, name, en), order: listOrder{rank[s.Name], i}}
 			e.listed = listedAs(en.raw, "name", name, e.Def)
-			e.setTaskListing(en.tasks)
+			if en.tasks == "" && s.Tasks {
+				e.setExtensionTasks()
+			} else {
+				e.setTaskListing(en.tasks)
+			}
 			e.params = en.params
 			e.hash = en.hash(name, s.Name, t.Name)
 			c.byName[name] = e

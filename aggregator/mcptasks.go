@@ -88,6 +88,20 @@ func (e *Entry) setTaskListing(support string) {
 	}
 }
 
+// setExtensionTasks lists e, a tool of a 2026 server with the tasks
+// extension, as one that may run as a task (execution.taskSupport
+// "optional") to clients of 2025-11-25 tasks, and as its server listed it
+// to any other: 2026 has no execution field, and a client without tasks
+// gets the task's result.
+func (e *Entry) setExtensionTasks() {
+	withTasks, err := withField(e.listed, "execution", json.RawMessage(`{"taskSupport":"optional"}`))
+	if err != nil {
+		return
+	}
+	e.taskSupport, e.extensionTasks = taskOptional, true
+	e.plainListed, e.listed = e.listed, withTasks
+}
+
 // clientTasks reports whether a client session declared the tasks
 // capability (lifted into its initialize's _meta by the front).
 func (a *Aggregator) clientTasks(ss *mcp.ServerSession) bool {
@@ -192,10 +206,12 @@ type taskParams struct {
 	mcp.ParamsBase
 	TaskID string `json:"taskId,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
+	// InputResponses are those of a tasks/update (2026-07-28's extension).
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
 }
 
 // taskMethods are the tasks/* methods a client may send.
-var taskMethods = []string{"tasks/get", "tasks/result", "tasks/cancel", "tasks/list"}
+var taskMethods = []string{"tasks/get", "tasks/result", "tasks/cancel", "tasks/list", "tasks/update"}
 
 // registerTaskMethods makes p's server accept the tasks/* methods, which
 // the go-sdk would refuse as unknown. tasksMiddleware answers them, with
@@ -220,11 +236,17 @@ func (a *Aggregator) tasksMiddleware(p *profile) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.ServerRequest[*taskParams]); ok {
+				if _, ok := sessionless(req); ok {
+					return a.taskMethod2026(ctx, p, method, r)
+				}
 				return a.taskMethod(ctx, method, r)
 			}
 			res, err := next(ctx, method, req)
 			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil && a.offersTasks(p.view.Load()) {
 				return &tasksInitializeResult{ir}, nil
+			}
+			if dr, ok := res.(*mcp.DiscoverResult); ok && err == nil && offersExtensionTasks(p.view.Load()) {
+				dr.Capabilities = withTasksExtension(dr.Capabilities)
 			}
 			return res, err
 		}
@@ -264,8 +286,11 @@ func (a *Aggregator) taskMethod(ctx context.Context, method string, req *mcp.Ser
 	if params == nil {
 		params = &taskParams{}
 	}
-	if method == "tasks/list" {
+	switch method {
+	case "tasks/list":
 		return a.listTasks(ctx, req.Session, params.Cursor)
+	case "tasks/update":
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tasks/update is a method of MCP 2026-07-28's tasks extension; this session speaks an earlier version, whose tasks get their input with tasks/result"}
 	}
 	t := a.task(req.Session, params.TaskID)
 	if t == nil || a.stateless {

@@ -363,7 +363,7 @@ func TestTasksAreTheSessionsOwn(t *testing.T) {
 	for _, mode := range []string{"shared", "per-client"} {
 		t.Run(mode, func(t *testing.T) {
 			f := newTaskFixture(t)
-			h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", map[string]string{"t": "session: " + mode + "\n"})
+			h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", map[string]string{"t": "session: " + mode + "\nprotocol: 2025-11-25\n"})
 			a, _ := stdioClient(t, h.agg, DefaultProfile, clientWithTasks)
 			b, _ := stdioClient(t, h.agg, DefaultProfile, clientWithTasks)
 			id := taskIDOf(t, a.mustCall("tools/call", map[string]any{"name": "t__work", "arguments": map[string]any{}, "task": map[string]any{}}))

@@ -27,6 +27,10 @@ type Features struct {
 	Subscribe bool
 	// Completions reports whether the server supports completion/complete.
 	Completions bool
+	// Tasks reports whether the server speaks MCP 2026-07-28 and declares
+	// its tasks extension: any of its tool calls may become a task
+	// (tasks2026.go).
+	Tasks bool
 	// Instructions are the server's instructions from its initialize
 	// result: how to use it, for the model.
 	Instructions string
@@ -91,6 +95,7 @@ func listFeatures(ctx context.Context, c *conn) (Features, error) {
 		}
 	}
 	f.Completions = caps.Completions != nil
+	f.Tasks = c.stateless() && caps.Extensions[TasksExtension] != nil
 	return f, nil
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,157 +12,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/tasktest"
 )
 
-// rawTaskResult is a result of the task server below, written as it is.
-type rawTaskResult struct {
-	mcp.ResultBase
-	raw json.RawMessage
-}
-
-func (r *rawTaskResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
-
-type taskIDArgs struct {
-	mcp.ParamsBase
-	TaskID         string                     `json:"taskId"`
-	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
-}
-
-// taskServer2026 is a 2026-07-28 server of the tasks extension: its tool
-// "job" makes a task, for a client that declared the extension, that asks
-// for a name (input_required, an elicitation) and completes with a
-// greeting; "broken" makes one that fails with a JSON-RPC error. A call of
-// a client without the extension is refused with -32021, as the extension
-// has a server that cannot run the call without a task do.
-type taskServer2026 struct {
-	mu        sync.Mutex
-	n         int
-	tasks     map[string]*serverTask
-	calls     int // tools/call received
-	withExt   int // of them, declaring the extension
-	updates   []string
-	cancelled []string
-}
-
-type serverTask struct {
-	stage  int // 0 working, 1 asking, 2 answered, 3 cancelled
-	who    string
-	broken bool
-}
-
-func (ts *taskServer2026) server() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "tasks", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{config.Protocol2026}})
-	for _, name := range []string{"job", "broken"} {
-		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return nil, errors.New("reached the tool's handler: the middleware makes tasks")
-		})
-	}
-	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			call, ok := req.(*mcp.CallToolRequest)
-			if !ok {
-				return next(ctx, method, req)
-			}
-			caps := req.(interface {
-				ClientCapabilities() *mcp.ClientCapabilities
-			}).ClientCapabilities()
-			ts.mu.Lock()
-			defer ts.mu.Unlock()
-			ts.calls++
-			if caps == nil || caps.Extensions[TasksExtension] == nil {
-				return nil, &jsonrpc.Error{Code: codeMissingCapability, Message: "Missing required client capability", Data: json.RawMessage(`{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`)}
-			}
-			ts.withExt++
-			ts.n++
-			id := fmt.Sprintf("task-%d", ts.n)
-			if ts.tasks == nil {
-				ts.tasks = map[string]*serverTask{}
-			}
-			ts.tasks[id] = &serverTask{broken: call.Params.Name == "broken"}
-			return &rawTaskResult{raw: ts.taskJSON(id, "task")}, nil
-		}
-	})
-	must := func(err error) {
-		if err != nil {
-			panic(err)
-		}
-	}
-	must(mcp.AddReceivingCustomMethod(s, "tasks/get", func(_ context.Context, _ *mcp.ServerSession, p *taskIDArgs) (mcp.Result, error) {
-		ts.mu.Lock()
-		defer ts.mu.Unlock()
-		t := ts.tasks[p.TaskID]
-		if t == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
-		}
-		raw := ts.taskJSON(p.TaskID, "complete")
-		if t.stage == 0 {
-			t.stage = 1 // working once, then it asks
-		}
-		return &rawTaskResult{raw: raw}, nil
-	}))
-	must(mcp.AddReceivingCustomMethod(s, "tasks/update", func(_ context.Context, _ *mcp.ServerSession, p *taskIDArgs) (mcp.Result, error) {
-		ts.mu.Lock()
-		defer ts.mu.Unlock()
-		t := ts.tasks[p.TaskID]
-		if t == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task not found"}
-		}
-		var r struct {
-			Action  string
-			Content struct{ Who string }
-		}
-		if raw, ok := p.InputResponses["name"]; ok && t.stage == 1 && json.Unmarshal(raw, &r) == nil {
-			ts.updates = append(ts.updates, p.TaskID+":"+r.Content.Who)
-			t.who, t.stage = r.Content.Who, 2
-		}
-		return &rawTaskResult{raw: json.RawMessage(`{"resultType":"complete"}`)}, nil
-	}))
-	must(mcp.AddReceivingCustomMethod(s, "tasks/cancel", func(_ context.Context, _ *mcp.ServerSession, p *taskIDArgs) (mcp.Result, error) {
-		ts.mu.Lock()
-		defer ts.mu.Unlock()
-		t := ts.tasks[p.TaskID]
-		if t == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task not found"}
-		}
-		ts.cancelled = append(ts.cancelled, p.TaskID)
-		t.stage = 3
-		return &rawTaskResult{raw: json.RawMessage(`{"resultType":"complete"}`)}, nil
-	}))
-	return s
-}
-
-// taskJSON is task id as the server reports it now. ts.mu is held.
-func (ts *taskServer2026) taskJSON(id, resultType string) json.RawMessage {
-	t := ts.tasks[id]
-	m := map[string]any{"resultType": resultType, "taskId": id, "createdAt": "2026-12-05T12:00:00Z", "lastUpdatedAt": "2026-12-05T12:00:01Z", "ttlMs": 60000, "pollIntervalMs": 1}
-	switch {
-	case t.stage == 3:
-		m["status"] = "cancelled"
-	case t.stage == 0:
-		m["status"] = "working"
-	case t.broken:
-		m["status"], m["error"] = "failed", map[string]any{"code": -32603, "message": "API rate limit exceeded"}
-	case t.stage == 1:
-		m["status"] = "input_required"
-		m["inputRequests"] = map[string]any{"name": map[string]any{"method": "elicitation/create", "params": map[string]any{"message": "Your name?", "requestedSchema": map[string]any{"type": "object"}}}}
-	default:
-		m["status"] = "completed"
-		m["result"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": "hello " + t.who}}, "isError": false}
-	}
-	b, _ := json.Marshal(m)
-	return b
-}
-
-func (ts *taskServer2026) seen() (calls, withExt int, updates, cancelled []string) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	return ts.calls, ts.withExt, append([]string(nil), ts.updates...), append([]string(nil), ts.cancelled...)
-}
-
-func startTaskServer2026(t *testing.T) (*Server, *taskServer2026) {
+func startTaskServer2026(t *testing.T) (*Server, *tasktest.Extension) {
 	t.Helper()
-	ts := &taskServer2026{}
-	s, _ := startEra(t, ts.server(), "")
+	srv := mcp.NewServer(&mcp.Implementation{Name: "tasks", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{config.Protocol2026}})
+	ts := tasktest.InstallExtension(srv)
+	s, _ := startEra(t, srv, "")
 	waitState(t, s, "up", func(st Status) bool { return st.State == StateUp })
 	return s, ts
 }
@@ -187,7 +42,7 @@ func TestTask2026FinishedForAPlainCaller(t *testing.T) {
 	if n := len(p.Caller.(*taskCaller).elicits); n != 1 {
 		t.Errorf("the client was asked %d times, want once", n)
 	}
-	calls, withExt, updates, _ := ts.seen()
+	calls, withExt, updates, _ := ts.Seen()
 	if calls != 1 || withExt != 1 || strings.Join(updates, ",") != "task-1:ada" {
 		t.Errorf("server saw %d calls (%d declaring the extension), updates %v; want 1, 1, [task-1:ada]", calls, withExt, updates)
 	}
@@ -207,7 +62,7 @@ func TestTask2026FinishedForAPlainCaller(t *testing.T) {
 		t.Fatalf("job without elicitation: %v, want an InputError naming elicitation", err)
 	}
 	waitFor(t, "the task cancelled", func() bool {
-		_, _, _, cancelled := ts.seen()
+		_, _, _, cancelled := ts.Seen()
 		return strings.Join(cancelled, ",") == "task-3"
 	})
 }
@@ -285,7 +140,7 @@ func TestTask2026SpokenOfIn2025Terms(t *testing.T) {
 	if err != nil || !strings.Contains(string(cancel), `"status":"cancelled"`) {
 		t.Fatalf("tasks/cancel = %s (%v), want the task, cancelled", cancel, err)
 	}
-	if _, _, _, c := ts.seen(); strings.Join(c, ",") != task.ID {
+	if _, _, _, c := ts.Seen(); strings.Join(c, ",") != task.ID {
 		t.Errorf("server cancelled %v, want [%s]", c, task.ID)
 	}
 	_, err = s.TaskRequest(ctx, TaskParams{Request: r, Method: "tasks/list"})

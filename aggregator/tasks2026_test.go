@@ -1,0 +1,135 @@
+package aggregator
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/tasktest"
+)
+
+// taskServer2026 is a server of MCP 2026-07-28 with the tasks extension
+// (tasktest.InstallExtension): its tool "job" makes a task that asks for
+// a name and completes with a greeting.
+func taskServer2026() (*mcp.Server, *tasktest.Extension) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "tasks", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{config.Protocol2026}})
+	return s, tasktest.InstallExtension(s)
+}
+
+const extensionCaps = `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+
+// A task of a 2026 server reaches each client as it can take it: a 2025
+// client with tasks gets a 2025 task (listed as task-capable, augmented
+// call, tasks/get, tasks/result asking it the task's question); a 2025
+// client without tasks gets the task's result, asked the question as a
+// server's elicitation; a 2026 client of the extension gets the task
+// handle under mcpmux's id and polls it with tasks/get, answers with
+// tasks/update; a 2026 client without it gets the result, the question
+// coming as an InputRequiredResult.
+func TestExtensionTasksForEveryClient(t *testing.T) {
+	srv, ext := taskServer2026()
+	h := newHarness(t, map[string]*mcp.Server{"t": srv}, "", nil)
+
+	t.Run("2025 client with tasks", func(t *testing.T) {
+		c, init := stdioClient(t, h.agg, DefaultProfile, clientWithTasks)
+		if !strings.Contains(string(init), `"tasks":`) {
+			t.Errorf("initialize %s, want the tasks capability", init)
+		}
+		def := toolDef(t, c.mustCall("tools/list", map[string]any{}), "t__job")
+		if ex, _ := def["execution"].(map[string]any); ex["taskSupport"] != "optional" {
+			t.Errorf("t__job listed %v, want execution.taskSupport optional", def)
+		}
+		id := taskIDOf(t, c.mustCall("tools/call", map[string]any{"name": "t__job", "arguments": map[string]any{}, "task": map[string]any{"ttl": 60000}}))
+		if got := string(c.mustCall("tasks/get", map[string]any{"taskId": id})); !strings.Contains(got, `"status":"working"`) || !strings.Contains(got, `"ttl":60000`) || strings.Contains(got, "resultType") {
+			t.Errorf("tasks/get = %s, want a 2025 task, working", got)
+		}
+		if got := string(c.mustCall("tasks/result", map[string]any{"taskId": id})); !strings.Contains(got, "hello Ada") {
+			t.Errorf("tasks/result = %s, want the greeting", got)
+		}
+		c.waitFor("the task's elicitation", func(_, asked []json.RawMessage) bool { return len(asked) == 1 })
+	})
+
+	t.Run("2025 client without tasks", func(t *testing.T) {
+		c, _ := stdioClient(t, h.agg, DefaultProfile, `{"elicitation":{}}`)
+		if def := toolDef(t, c.mustCall("tools/list", map[string]any{}), "t__job"); def["execution"] != nil {
+			t.Errorf("t__job listed %v to a client without tasks, want it as its server listed it", def)
+		}
+		if got := string(c.mustCall("tools/call", map[string]any{"name": "t__job", "arguments": map[string]any{}})); !strings.Contains(got, "hello Ada") || strings.Contains(got, "taskId") {
+			t.Errorf("tools/call = %s, want the task's result", got)
+		}
+	})
+
+	t.Run("2026 client with the extension", func(t *testing.T) {
+		c := stdioLines(t, h.agg, DefaultProfile)
+		meta := sessionlessMeta(extensionCaps)
+		if got := string(c.mustCall("server/discover", map[string]any{"_meta": meta})); !strings.Contains(got, `"io.modelcontextprotocol/tasks":{}`) {
+			t.Errorf("server/discover = %s, want the tasks extension", got)
+		}
+		if def := toolDef(t, c.mustCall("tools/list", map[string]any{"_meta": meta}), "t__job"); def["execution"] != nil {
+			t.Errorf("t__job listed %v to a 2026 client, want it as its server listed it", def)
+		}
+		res := c.mustCall("tools/call", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": meta})
+		var handle struct{ ResultType, TaskID, Status string }
+		if json.Unmarshal(res, &handle) != nil || handle.ResultType != "task" || handle.Status != "working" || handle.TaskID == "" || strings.HasPrefix(handle.TaskID, "task-") {
+			t.Fatalf("tools/call = %s, want a task handle under mcpmux's id", res)
+		}
+		get := func() string {
+			return string(c.mustCall("tasks/get", map[string]any{"taskId": handle.TaskID, "_meta": meta}))
+		}
+		if got := get(); !strings.Contains(got, `"status":"working"`) || !strings.Contains(got, `"taskId":"`+handle.TaskID+`"`) || !strings.Contains(got, `"resultType":"complete"`) {
+			t.Errorf("tasks/get = %s, want working, under mcpmux's id", got)
+		}
+		if got := get(); !strings.Contains(got, `"status":"input_required"`) || !strings.Contains(got, "Your name?") {
+			t.Fatalf("tasks/get = %s, want the task's question", got)
+		}
+		ack := c.mustCall("tasks/update", map[string]any{"taskId": handle.TaskID, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"who": "Zoe"}}}, "_meta": meta})
+		if !strings.Contains(string(ack), `"resultType":"complete"`) {
+			t.Errorf("tasks/update = %s, want an acknowledgement", ack)
+		}
+		if got := get(); !strings.Contains(got, `"status":"completed"`) || !strings.Contains(got, "hello Zoe") {
+			t.Errorf("tasks/get = %s, want the task completed with its result", got)
+		}
+
+		// An id mcpmux did not hand out, or a client without the
+		// extension, is refused.
+		if _, errj := c.call("tasks/get", map[string]any{"taskId": handle.TaskID + "x", "_meta": meta}); !strings.Contains(string(errj), "-32602") {
+			t.Errorf("tasks/get of an altered id: %s, want -32602", errj)
+		}
+		if _, errj := c.call("tasks/get", map[string]any{"taskId": "task-1", "_meta": meta}); !strings.Contains(string(errj), "-32602") {
+			t.Errorf("tasks/get of the server's own id: %s, want -32602", errj)
+		}
+		if _, errj := c.call("tasks/get", map[string]any{"taskId": handle.TaskID, "_meta": sessionlessMeta(`{}`)}); !strings.Contains(string(errj), "-32021") {
+			t.Errorf("tasks/get without the extension: %s, want -32021", errj)
+		}
+	})
+
+	t.Run("2026 client without the extension", func(t *testing.T) {
+		c := stdioLines(t, h.agg, DefaultProfile)
+		meta := sessionlessMeta(`{"elicitation":{}}`)
+		res := c.mustCall("tools/call", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": meta})
+		var ir struct {
+			ResultType    string
+			InputRequests map[string]json.RawMessage
+			RequestState  string
+		}
+		if json.Unmarshal(res, &ir) != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 {
+			t.Fatalf("tools/call = %s, want the task's question as an InputRequiredResult", res)
+		}
+		answers := map[string]any{}
+		for k := range ir.InputRequests {
+			answers[k] = map[string]any{"action": "accept", "content": map[string]any{"who": "Eve"}}
+		}
+		res = c.mustCall("tools/call", map[string]any{"name": "t__job", "arguments": map[string]any{}, "inputResponses": answers, "requestState": ir.RequestState, "_meta": meta})
+		if !strings.Contains(string(res), "hello Eve") || !strings.Contains(string(res), `"resultType":"complete"`) {
+			t.Errorf("retry = %s, want the task's result", res)
+		}
+	})
+
+	calls, withExt, updates, _ := ext.Seen()
+	if calls != 4 || withExt != 4 || strings.Join(updates, ",") != "task-1:Ada,task-2:Ada,task-3:Zoe,task-4:Eve" {
+		t.Errorf("the server saw %d calls, %d declaring the extension, updates %v", calls, withExt, updates)
+	}
+}
