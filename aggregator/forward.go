@@ -56,7 +56,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 		Progress:     progressTo(ctx, c),
 		StreamClosed: closeClientStream(c.extra),
 	}
-	cp.Task, cp.RunTask = a.taskMode(c, e) // MCP tasks (mcptasks.go)
+	cp.Task, cp.RunTask = a.taskMode(c, e)         // MCP tasks (mcptasks.go)
 	cp.TasksExtension = requestTasksExtension(ctx) // of 2026-07-28 (tasks2026.go)
 	start := time.Now()
 	running := a.metrics.StartCall(e.Server, e.Tool)

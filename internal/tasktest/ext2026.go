@@ -173,4 +173,3 @@ func (ts *Extension) Seen() (calls, withExt int, updates, cancelled []string) {
 	defer ts.mu.Unlock()
 	return ts.calls, ts.withExt, append([]string(nil), ts.updates...), append([]string(nil), ts.cancelled...)
 }
-
