@@ -59,7 +59,7 @@ func newParkedCalls() *parkedCalls {
 // A parkedCall is one client call running detached from its requests.
 type parkedCall struct {
 	id     string
-	tool   string             // the tool called: a retry must name it
+	tool   string             // what it asks for (mrtrRetry.what): a retry must ask for the same
 	events chan parkedEvent   // from the running call: a question or its end
 	cancel context.CancelFunc // ends the running call
 	done   chan struct{}      // closed when nothing waits for events any more
@@ -110,18 +110,28 @@ func (pk *parkedCalls) verify(state string) (string, bool) {
 // or that was altered.
 var errInvalidState = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid requestState: mcpmux did not issue it, or it was altered"}
 
-// mrtrCall runs a sessionless client's tools/call: a first call starts the
-// call detached and waits for its first event; a retry (with requestState)
-// hands its answers to the parked call and waits for the next.
-func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, method string, req *mcp.CallToolRequest) (mcp.Result, error) {
+// mrtrRetry is what a request that may be parked says of itself: what it
+// asks for (its method and the tool, prompt or resource it names), and
+// on a retry, its answers and the state it was given.
+type mrtrRetry struct {
+	what      string
+	responses mcp.InputResponseMap
+	state     string
+}
+
+// mrtrCall runs a sessionless client's tools/call, prompts/get or
+// resources/read: a first request starts the call detached and waits for
+// its first event; a retry (with requestState) hands its answers to the
+// parked call and waits for the next.
+func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request, r mrtrRetry) (mcp.Result, error) {
 	pk := a.parked
-	if req.Params.InputResponses != nil && req.Params.RequestState == "" {
+	if r.responses != nil && r.state == "" {
 		// mcpmux gives every question with a state (the questions of a
 		// 2026-07-28 server's own included, whose state it wraps): these
 		// answers answer nothing.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses without requestState: mcpmux sends every inputRequest with a requestState, which the retry must carry"}
 	}
-	if state := req.Params.RequestState; state != "" {
+	if state := r.state; state != "" {
 		id, ok := pk.verify(state)
 		if !ok {
 			return nil, errInvalidState
@@ -132,10 +142,10 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 		if pc == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState names no call waiting for input: it has ended, was given up after waiting for input (mcpmux waits " + wait.String() + "), or ran on another mcpmux; call the tool again without it"}
 		}
-		if req.Params.Name != pc.tool {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("requestState belongs to a call of %q, not %q", pc.tool, req.Params.Name)}
+		if r.what != pc.tool {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("requestState belongs to a request of %q, not %q", pc.tool, r.what)}
 		}
-		if err := pc.answer(req.Params.InputResponses); err != nil {
+		if err := pc.answer(r.responses); err != nil {
 			return nil, err
 		}
 		// Running again: a second retry with this state finds nothing.
@@ -144,7 +154,7 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 	}
 	id := rand.Text()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	pc := &parkedCall{id: id, tool: req.Params.Name, events: make(chan parkedEvent), cancel: cancel, done: make(chan struct{}), pending: map[string]chan mcp.InputResponse{}}
+	pc := &parkedCall{id: id, tool: r.what, events: make(chan parkedEvent), cancel: cancel, done: make(chan struct{}), pending: map[string]chan mcp.InputResponse{}}
 	runCtx = context.WithValue(runCtx, parkedKey{}, pc)
 	go func() {
 		res, err := next(runCtx, method, req)

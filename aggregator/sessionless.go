@@ -71,9 +71,9 @@ func (a *Aggregator) sessionlessMiddleware(next mcp.MethodHandler) mcp.MethodHan
 			res mcp.Result
 			err error
 		)
-		if call, ok := req.(*mcp.CallToolRequest); ok && call.Params != nil {
+		if retry, ok := mrtrRetryOf(req); ok {
 			// What its servers ask it comes back in results (mrtr.go).
-			res, err = a.mrtrCall(ctx, next, method, call)
+			res, err = a.mrtrCall(ctx, next, method, req, retry)
 		} else {
 			res, err = next(ctx, method, req)
 		}
@@ -95,6 +95,27 @@ func (a *Aggregator) sessionlessMiddleware(next mcp.MethodHandler) mcp.MethodHan
 		}
 		return res, nil
 	}
+}
+
+// mrtrRetryOf describes a request whose servers may ask its client for
+// input midway (mrtr.go): tools/call, prompts/get, resources/read, as MCP
+// 2026-07-28 lets a server answer them with an InputRequiredResult.
+func mrtrRetryOf(req mcp.Request) (mrtrRetry, bool) {
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		if p := r.Params; p != nil {
+			return mrtrRetry{what: "tools/call " + p.Name, responses: p.InputResponses, state: p.RequestState}, true
+		}
+	case *mcp.GetPromptRequest:
+		if p := r.Params; p != nil {
+			return mrtrRetry{what: "prompts/get " + p.Name, responses: p.InputResponses, state: p.RequestState}, true
+		}
+	case *mcp.ReadResourceRequest:
+		if p := r.Params; p != nil {
+			return mrtrRetry{what: "resources/read " + p.URI, responses: p.InputResponses, state: p.RequestState}, true
+		}
+	}
+	return mrtrRetry{}, false
 }
 
 // clientFeatures are the capabilities a request's client declared: in the

@@ -1,7 +1,10 @@
 package aggregator
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -131,5 +134,72 @@ func TestExtensionTasksForEveryClient(t *testing.T) {
 	calls, withExt, updates, _ := ext.Seen()
 	if calls != 4 || withExt != 4 || strings.Join(updates, ",") != "task-1:Ada,task-2:Ada,task-3:Zoe,task-4:Eve" {
 		t.Errorf("the server saw %d calls, %d declaring the extension, updates %v", calls, withExt, updates)
+	}
+}
+
+// askingPromptServer is a 2025-11-25 server whose prompt "greet" and
+// resource "ask://name" elicit a name from their client midway.
+func askingPromptServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	ask := func(ctx context.Context, ss *mcp.ServerSession) string {
+		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return fmt.Sprintf("%v", res.Content["name"])
+	}
+	s.AddPrompt(&mcp.Prompt{Name: "greet"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "greet " + ask(ctx, req.Session)}}}}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "ask://name", Name: "name"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "ask://name", Text: "name " + ask(ctx, req.Session)}}}, nil
+	})
+	return s
+}
+
+// A 2025-11-25 server that elicits in the middle of prompts/get or
+// resources/read reaches a 2026-07-28 client as an InputRequiredResult,
+// as in the middle of tools/call: the retry with the answer resumes the
+// parked request; its state is good for that request only.
+func TestParkedPromptAndResourceRequests(t *testing.T) {
+	h := newHarness(t, map[string]*mcp.Server{"asker": askingPromptServer()}, "", pinned2025("asker"))
+	c := stdioLines(t, h.agg, DefaultProfile)
+	meta := sessionlessMeta(`{"elicitation":{}}`)
+	for _, r := range []struct {
+		method string
+		params map[string]any
+		want   string
+	}{
+		{"prompts/get", map[string]any{"name": "asker__greet"}, "greet Ada"},
+		{"resources/read", map[string]any{"uri": "ask://name"}, "name Ada"},
+	} {
+		params := map[string]any{"_meta": meta}
+		maps.Copy(params, r.params)
+		res := c.mustCall(r.method, params)
+		var ir struct {
+			ResultType    string
+			InputRequests map[string]struct{ Method string }
+			RequestState  string
+		}
+		if json.Unmarshal(res, &ir) != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 {
+			t.Fatalf("%s = %s, want the server's elicitation as an InputRequiredResult", r.method, res)
+		}
+		answers := map[string]any{}
+		for k, q := range ir.InputRequests {
+			if q.Method != "elicitation/create" {
+				t.Errorf("%s asked with %q", r.method, q.Method)
+			}
+			answers[k] = map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}
+		}
+		// The state is good for this request only.
+		other := map[string]any{"name": "asker__other", "_meta": meta, "inputResponses": answers, "requestState": ir.RequestState}
+		if _, errj := c.call("prompts/get", other); !strings.Contains(string(errj), "belongs to a request of") {
+			t.Errorf("%s's state used for another prompt: %s, want it refused", r.method, errj)
+		}
+		params["inputResponses"], params["requestState"] = answers, ir.RequestState
+		res = c.mustCall(r.method, params)
+		if !strings.Contains(string(res), r.want) || !strings.Contains(string(res), `"resultType":"complete"`) {
+			t.Errorf("%s retried = %s, want %q", r.method, res, r.want)
+		}
 	}
 }
