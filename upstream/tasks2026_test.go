@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,46 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A 2026 server's input_required answer to prompts/get and resources/read
+// is fulfilled by the caller, as to tools/call: the request is sent again
+// with the answer and the server's requestState.
+func TestEra2026PromptAndResourceInput(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mrtr", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{config.Protocol2026}})
+	question := mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "who?", RequestedSchema: map[string]any{"type": "object"}}}
+	answer := func(r mcp.InputResponseMap, state string) (string, bool) {
+		e, ok := r["who"].(*mcp.ElicitResult)
+		if !ok {
+			return "", false
+		}
+		return fmt.Sprintf("%v %s", e.Content["who"], state), true
+	}
+	srv.AddPrompt(&mcp.Prompt{Name: "greet"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if got, ok := answer(req.Params.InputResponses, req.Params.RequestState); ok {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "greet " + got}}}}, nil
+		}
+		return &mcp.GetPromptResult{InputRequests: question, RequestState: "p-1"}, nil
+	})
+	srv.AddResource(&mcp.Resource{URI: "ask://who", Name: "who"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if got, ok := answer(req.Params.InputResponses, req.Params.RequestState); ok {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "ask://who", Text: "read " + got}}}, nil
+		}
+		return &mcp.ReadResourceResult{InputRequests: question, RequestState: "r-1"}, nil
+	})
+	s, _ := startEra(t, srv, "")
+	waitState(t, s, "up", func(st Status) bool { return st.State == StateUp })
+	r := elicitingCaller("ada")
+	p, err := s.GetPrompt(context.Background(), r, &mcp.GetPromptParams{Name: "greet"})
+	if err != nil || len(p.Messages) != 1 || p.Messages[0].Content.(*mcp.TextContent).Text != "greet ada p-1" {
+		t.Errorf("prompts/get = %+v, %v; want the prompt after the caller's answer", p, err)
+	}
+	res, err := s.ReadResource(context.Background(), r, &mcp.ReadResourceParams{URI: "ask://who"})
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "read ada r-1" {
+		t.Errorf("resources/read = %+v, %v; want the resource after the caller's answer", res, err)
+	}
+	if n := len(r.Caller.(*taskCaller).elicits); n != 2 {
+		t.Errorf("the caller was asked %d times, want 2", n)
 	}
 }
