@@ -34,6 +34,9 @@ type Features struct {
 	// Instructions are the server's instructions from its initialize
 	// result: how to use it, for the model.
 	Instructions string
+	// params are the Mcp-Param-* headers of the tools of a 2026 server
+	// over Streamable HTTP, by tool (paramheaders.go).
+	params map[string][]paramBinding
 }
 
 const (
@@ -67,6 +70,9 @@ func listFeatures(ctx context.Context, c *conn) (Features, error) {
 	}
 	for _, t := range f.Tools {
 		encodeSchemas(t)
+	}
+	if c.stateless() && c.srv.cfg.URL != "" {
+		f.Tools = withParamHeaders2026(c, &f)
 	}
 	if caps.Prompts != nil {
 		if f.Prompts, f.PromptJSON, err = listRaw[mcp.Prompt](ctx, c, "prompts/list", "prompts", func(p *mcp.Prompt) string { return p.Name }); err != nil {

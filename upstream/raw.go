@@ -339,6 +339,7 @@ type rawBodies struct {
 }
 
 func (t *rawBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = withHeadersOf(req) // a tools/call's Mcp-Param-* (paramheaders.go)
 	resp, err := t.base.RoundTrip(req)
 	r, ok := req.Context().Value(rawRequestKey{}).(rawRequest)
 	if err != nil || !ok || resp.StatusCode/100 != 2 {

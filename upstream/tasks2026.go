@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Tasks of MCP 2026-07-28: the extension io.modelcontextprotocol/tasks
@@ -123,7 +124,14 @@ func (t *task2026) info() TaskInfo {
 // callTool2026 sends a tool call on a 2026 connection, and gives a task
 // handle the server answers with to the caller as it can take it (see
 // above).
-func (c *conn) callTool2026(ctx context.Context, params any, p *CallParams, token string) (json.RawMessage, error) {
+func (c *conn) callTool2026(ctx context.Context, params *mcp.CallToolParams, p *CallParams, token string) (json.RawMessage, error) {
+	if bindings := c.srv.Features().params[params.Name]; len(bindings) > 0 {
+		args, _ := params.Arguments.(json.RawMessage)
+		if args == nil {
+			args, _ = json.Marshal(params.Arguments)
+		}
+		ctx = withParamHeaders(ctx, paramHeaders(bindings, args))
+	}
 	res, err := c.rawCall(ctx, "tools/call", params)
 	if err != nil {
 		return nil, err
