@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -200,6 +202,59 @@ func TestParkedPromptAndResourceRequests(t *testing.T) {
 		res = c.mustCall(r.method, params)
 		if !strings.Contains(string(res), r.want) || !strings.Contains(string(res), `"resultType":"complete"`) {
 			t.Errorf("%s retried = %s, want %q", r.method, res, r.want)
+		}
+	}
+}
+
+// A 2026-07-28 client's Mcp-Param-* headers are checked against the body
+// for the tools whose inputSchema marks parameters with x-mcp-header (as
+// mcpmux lists them, from their server): a call without them, or with a
+// value that differs from the argument, is refused with 400 and -32020; a
+// matching one (base64-encoded or plain) reaches the server.
+func TestParamHeadersFromClientsChecked(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "hdr", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "route", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"}}}`)}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "routed " + string(req.Params.Arguments)}}}, nil
+	})
+	_, ts := sessionlessHTTP(t, map[string]*mcp.Server{"hdr": srv}, nil)
+	post := func(args string, headers map[string]string) (int, string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hdr__route","arguments":%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, args)
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "hdr__route")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct {
+		args    string
+		headers map[string]string
+		ok      bool
+	}{
+		{`{"region":"eu","n":7}`, nil, false},
+		{`{"region":"eu","n":7}`, map[string]string{"Mcp-Param-Region": "us", "Mcp-Param-N": "7"}, false},
+		{`{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "eu", "Mcp-Param-N": "7"}, false},
+		{`{"region":"eu","n":7}`, map[string]string{"Mcp-Param-Region": "eu", "Mcp-Param-N": "7"}, true},
+		{`{"region":"Hello, 世界"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVsbG8sIOS4lueVjA==?="}, true},
+		{`{}`, nil, true},
+	} {
+		code, body := post(c.args, c.headers)
+		switch {
+		case c.ok && (code != http.StatusOK || !strings.Contains(body, "routed")):
+			t.Errorf("%s with %v: %d %s, want it to reach the server", c.args, c.headers, code, body)
+		case !c.ok && (code != http.StatusBadRequest || !strings.Contains(body, "-32020")):
+			t.Errorf("%s with %v: %d %s, want 400 and -32020", c.args, c.headers, code, body)
 		}
 	}
 }
