@@ -7,6 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/tasktest"
 )
 
 // Servers of MCP 2026-07-28 only, as people write them now (go-sdk
@@ -44,6 +46,9 @@ func only2026Server(name string) *mcp.Server {
 		})
 		return textResult("%s grew a tool", name), nil
 	})
+	// "job" returns a task of the tasks extension, which the go-sdk does
+	// not implement (tasktest does): it asks "Your name?" and greets.
+	tasktest.InstallExtension(s)
 	return s
 }
 

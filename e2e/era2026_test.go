@@ -41,6 +41,9 @@ func TestServersOnlyOf2026(t *testing.T) {
 	opts := &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			asked <- req.Params.Message
+			if req.Params.Message == "Your name?" { // a task's question (tasktest)
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "teal"}}, nil
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -100,6 +103,25 @@ func TestServersOnlyOf2026(t *testing.T) {
 		waitListed(t, cs, c.server+"__grown")
 		if got := resultText(callTool(t, cs, c.server+"__grown", map[string]any{})); got != c.impl+": grown" {
 			t.Errorf("%s__grown = %q", c.server, got)
+		}
+
+		if !strings.HasPrefix(c.server, "new") {
+			continue // the TypeScript SDK v2 2.4.0 has no server side of the tasks extension
+		}
+		// A task-returning tool (tasks extension) completed for a client
+		// without tasks: mcpmux polls the task and asks the client the
+		// task's question.
+		res = callTool(t, cs, c.server+"__job", map[string]any{})
+		if got := resultText(res); res.IsError || got != "hello Ada" {
+			t.Errorf("%s__job = %q (isError %v), want the task's result", c.server, got, res.IsError)
+		}
+		select {
+		case m := <-asked:
+			if m != "Your name?" {
+				t.Errorf("%s__job asked the client %q", c.server, m)
+			}
+		default:
+			t.Errorf("%s__job: the client was not asked the task's question", c.server)
 		}
 	}
 
