@@ -258,3 +258,71 @@ func TestParamHeadersFromClientsChecked(t *testing.T) {
 		}
 	}
 }
+
+// post2026 sends one 2026-07-28 request over HTTP, and returns the
+// JSON-RPC message of its answer (of a JSON body or an event stream).
+func post2026(t *testing.T, url, method, name string, params map[string]any) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok {
+			return d
+		}
+	}
+	return string(b)
+}
+
+// Over HTTP, where each 2026 request is its own client, a task handle
+// needs nothing of the request that made it: tasks/get, tasks/update and
+// tasks/cancel on later POSTs (with the taskId as Mcp-Name, as the
+// extension has clients send) reach the task. A 2025 client with tasks
+// lists a 2026 server's tasks with tasks/list (mcpmux asks each with
+// tasks/get: the extension has no tasks/list).
+func TestExtensionTasksOverHTTP(t *testing.T) {
+	srv, ext := taskServer2026()
+	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{"t": srv}, nil)
+	url := ts.URL + "/mcp"
+	meta := sessionlessMeta(extensionCaps)
+	res := post2026(t, url, "tools/call", "t__job", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": meta})
+	var msg struct {
+		Result struct{ ResultType, TaskID string }
+	}
+	if json.Unmarshal([]byte(res), &msg) != nil || msg.Result.ResultType != "task" {
+		t.Fatalf("tools/call = %s, want a task handle", res)
+	}
+	id := msg.Result.TaskID
+	for _, want := range []string{`"status":"working"`, `"status":"input_required"`} {
+		if got := post2026(t, url, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, want) {
+			t.Fatalf("tasks/get = %s, want %s", got, want)
+		}
+	}
+	if got := post2026(t, url, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"result":{`) {
+		t.Fatalf("tasks/cancel = %s, want an acknowledgement", got)
+	}
+	if got := post2026(t, url, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"cancelled"`) {
+		t.Errorf("tasks/get after tasks/cancel = %s, want cancelled", got)
+	}
+
+	c, _ := stdioClient(t, h.agg, DefaultProfile, clientWithTasks)
+	tid := taskIDOf(t, c.mustCall("tools/call", map[string]any{"name": "t__job", "arguments": map[string]any{}, "task": map[string]any{}}))
+	if got := string(c.mustCall("tasks/list", map[string]any{})); !strings.Contains(got, `"taskId":"`+tid+`"`) || strings.Contains(got, "task-1") {
+		t.Errorf("tasks/list = %s, want the session's own task only", got)
+	}
+	if _, _, _, cancelled := ext.Seen(); strings.Join(cancelled, ",") != "task-1" {
+		t.Errorf("server cancelled %v, want [task-1]", cancelled)
+	}
+}
