@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -125,6 +127,8 @@ func TestServersOnlyOf2026(t *testing.T) {
 		}
 	}
 
+	checkExtensionTasks(t, dir)
+
 	// check shows each server's era.
 	out, _, _ := runMcpmux(t, "check", "--config", dir)
 	for _, want := range []string{"everything ", "newstdio ", "newhttp ", "tsreject ", "tsdefault "} {
@@ -137,6 +141,82 @@ func TestServersOnlyOf2026(t *testing.T) {
 			t.Errorf("check: %s line %q does not show %s\n%s", strings.TrimSpace(want), line, era, out)
 		}
 	}
+}
+
+// checkExtensionTasks completes the task-returning tools of the go-sdk
+// 2026 servers of dir (the tasks extension, tasktest) for the two other
+// kinds of client: a 2025-11-25 client with tasks (a 2025 task, its
+// question asked through tasks/result) over stdio, and a 2026-07-28 client
+// that declares the extension (the task handle, polled with tasks/get and
+// answered with tasks/update) over HTTP, each POST on its own.
+func checkExtensionTasks(t *testing.T, dir string) {
+	t.Helper()
+	c, _ := startRawClient(t, exec.Command(mcpmuxBin, "--config", dir), rawCaps{host: true, tasks: true}, nil)
+	p := startHTTP(t, dir)
+	url := p.url + "/mcp"
+	meta := map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+	}
+	for _, server := range []string{"newstdio", "newhttp"} {
+		tool := server + "__job"
+		var created struct{ Task struct{ TaskID string } }
+		if res := c.call("tools/call", map[string]any{"name": tool, "arguments": map[string]any{}, "task": map[string]any{"ttl": 60000}}); json.Unmarshal(res, &created) != nil || created.Task.TaskID == "" {
+			t.Errorf("%s as a 2025 task: %s, want a CreateTaskResult", tool, res)
+		} else if res := c.call("tasks/result", map[string]any{"taskId": created.Task.TaskID}); !strings.Contains(string(res), "hello Ada") {
+			t.Errorf("%s: tasks/result = %s, want the greeting", tool, res)
+		}
+
+		var handle struct {
+			Result struct{ ResultType, TaskID string }
+		}
+		if res := post2026(t, url, "tools/call", tool, map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": meta}); json.Unmarshal([]byte(res), &handle) != nil || handle.Result.ResultType != "task" {
+			t.Errorf("%s for a 2026 client of the extension: %s, want a task handle", tool, res)
+			continue
+		}
+		id := handle.Result.TaskID
+		deadline := time.Now().Add(testTimeout)
+		for {
+			got := post2026(t, url, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta})
+			if strings.Contains(got, `"status":"completed"`) {
+				if !strings.Contains(got, "hello Zoe") {
+					t.Errorf("%s: tasks/get = %s, want the greeting", tool, got)
+				}
+				break
+			}
+			if strings.Contains(got, `"status":"input_required"`) {
+				post2026(t, url, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Zoe"}}}, "_meta": meta})
+			} else if !strings.Contains(got, `"status":"working"`) || time.Now().After(deadline) {
+				t.Errorf("%s: tasks/get = %s", tool, got)
+				break
+			}
+		}
+	}
+}
+
+// post2026 sends one MCP 2026-07-28 request over HTTP, and returns the
+// JSON-RPC message of its answer (of a JSON body or an event stream).
+func post2026(t *testing.T, url, method, name string, params map[string]any) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", name)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok {
+			return d
+		}
+	}
+	return string(b)
 }
 
 // waitListed waits until the client's tools/list has name: a list change
