@@ -58,6 +58,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	}
 	cp.Task, cp.RunTask = a.taskMode(c, e)         // MCP tasks (mcptasks.go)
 	cp.TasksExtension = requestTasksExtension(ctx) // of 2026-07-28 (tasks2026.go)
+	cp.ExtensionTool = e.extensionTasks
 	start := time.Now()
 	running := a.metrics.StartCall(e.Server, e.Tool)
 	raw, err := srv.CallTool(cctx, cp)

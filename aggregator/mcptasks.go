@@ -320,7 +320,7 @@ func (a *Aggregator) askTaskServer(ctx context.Context, ss *mcp.ServerSession, t
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	raw, err := srv.TaskRequest(cctx, upstream.TaskParams{
-		Request: a.request(ctx, srv, ss, t.call.task), Method: method, TaskID: t.id, StreamClosed: streamClosed,
+		Request: a.request(ctx, srv, ss, t.call.task), Method: method, TaskID: t.id, StreamClosed: streamClosed, ExtensionTool: e.extensionTasks,
 	})
 	if err == nil {
 		return raw, nil
@@ -443,7 +443,7 @@ func (a *Aggregator) serverTasks(ctx context.Context, ss *mcp.ServerSession, ts 
 	seen := map[string]bool{}
 	cursor := ""
 	for range maxTaskListPages {
-		raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: a.request(ctx, srv, ss, ts[0].call.task), Method: "tasks/list", Cursor: cursor})
+		raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: a.request(ctx, srv, ss, ts[0].call.task), Method: "tasks/list", Cursor: cursor, ExtensionTool: e.extensionTasks})
 		var rpc *upstream.RPCError
 		if errors.As(err, &rpc) && first == nil {
 			return nil, a.getEach(ctx, ss, ts), nil // it lists no tasks

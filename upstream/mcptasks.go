@@ -124,7 +124,7 @@ type pendingStatus struct {
 // as a task (p.RunTask). token is the call's progress token.
 func (c *conn) callTool(ctx context.Context, params *mcp.CallToolParams, p *CallParams, token string) (json.RawMessage, error) {
 	switch {
-	case c.stateless():
+	case c.stateless() && !p.RunTask && (p.Task == nil || p.ExtensionTool):
 		return c.callTool2026(ctx, params, p, token) // tasks of the extension
 	case p.Task != nil:
 		res, err := c.rawCall(ctx, "tools/call", &taskCall{params, p.Task})
@@ -395,6 +395,9 @@ type TaskParams struct {
 	// its request goes to a 2026 server as it is (tasks2026.go); else a
 	// 2026 server's task is spoken of in the 2025 way.
 	Extension bool
+	// ExtensionTool: the task is a 2026 server's, of the extension, made
+	// a 2025 task for a client of 2025-11-25 (tasks2026.go).
+	ExtensionTool bool
 	// InputResponses are the answers of a tasks/update.
 	InputResponses json.RawMessage
 }
@@ -406,7 +409,7 @@ type TaskParams struct {
 // caller.
 func (s *Server) TaskRequest(ctx context.Context, p TaskParams) (json.RawMessage, error) {
 	return run(ctx, s, p.Request, hooks{streamClosed: p.StreamClosed}, func(ctx context.Context, c *conn, token string) (json.RawMessage, error) {
-		if c.stateless() {
+		if c.stateless() && (p.Extension || p.ExtensionTool) {
 			return c.taskRequest2026(ctx, p)
 		}
 		if p.Method == "tasks/result" {

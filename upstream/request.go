@@ -61,6 +61,11 @@ type CallParams struct {
 	// 2026-07-28, and takes a 2026 server's task handle as it is (see
 	// tasks2026.go); else mcpmux finishes the task for it.
 	TasksExtension bool
+	// ExtensionTool: the tool is a 2026 server's that may answer with a
+	// task of the extension, and Task asks for it as a 2025 task
+	// (tasks2026.go). Without it, Task and RunTask on a 2026 connection
+	// are 2025 tasks of a server that still speaks them.
+	ExtensionTool bool
 }
 
 // hooks are what a request's caller wants to hear about while it runs.

@@ -114,7 +114,7 @@ func TestTask2026SpokenOfIn2025Terms(t *testing.T) {
 	s, ts := startTaskServer2026(t)
 	ctx := context.Background()
 	r := elicitingCaller("ada")
-	res, err := s.CallTool(ctx, CallParams{Request: r, Params: &mcp.CallToolParams{Name: "job"}, Task: json.RawMessage(`{"ttl":60000}`)})
+	res, err := s.CallTool(ctx, CallParams{Request: r, Params: &mcp.CallToolParams{Name: "job"}, Task: json.RawMessage(`{"ttl":60000}`), ExtensionTool: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +122,12 @@ func TestTask2026SpokenOfIn2025Terms(t *testing.T) {
 	if !ok || task.ID != "task-1" || task.Status != "working" || task.TTL.Milliseconds() != 60000 || strings.Contains(string(res), "resultType") {
 		t.Fatalf("result %s, want a 2025 CreateTaskResult", res)
 	}
-	get, err := s.TaskRequest(ctx, TaskParams{Request: r, Method: "tasks/get", TaskID: "task-1"})
+	get, err := s.TaskRequest(ctx, TaskParams{Request: r, Method: "tasks/get", TaskID: "task-1", ExtensionTool: true})
 	var g map[string]any
 	if err != nil || json.Unmarshal(get, &g) != nil || g["status"] != "working" || g["ttl"] != float64(60000) || g["pollInterval"] != float64(1) || g["resultType"] != nil || g["result"] != nil {
 		t.Fatalf("tasks/get = %s (%v), want a 2025 task", get, err)
 	}
-	out, err := s.TaskRequest(ctx, TaskParams{Request: r, Method: "tasks/result", TaskID: "task-1"})
+	out, err := s.TaskRequest(ctx, TaskParams{Request: r, Method: "tasks/result", TaskID: "task-1", ExtensionTool: true})
 	if err != nil || !strings.Contains(string(out), "hello ada") || strings.Contains(string(out), "taskId") {
 		t.Fatalf("tasks/result = %s (%v), want the tool's result", out, err)
 	}
@@ -135,16 +135,16 @@ func TestTask2026SpokenOfIn2025Terms(t *testing.T) {
 		t.Errorf("the client was asked %d times, want once", n)
 	}
 
-	res, _ = s.CallTool(ctx, CallParams{Request: r, Params: &mcp.CallToolParams{Name: "job"}, Task: json.RawMessage(`{}`)})
+	res, _ = s.CallTool(ctx, CallParams{Request: r, Params: &mcp.CallToolParams{Name: "job"}, Task: json.RawMessage(`{}`), ExtensionTool: true})
 	task, _ = CreatedTask(res)
-	cancel, err := s.TaskRequest(ctx, TaskParams{Request: r, Method: "tasks/cancel", TaskID: task.ID})
+	cancel, err := s.TaskRequest(ctx, TaskParams{Request: r, Method: "tasks/cancel", TaskID: task.ID, ExtensionTool: true})
 	if err != nil || !strings.Contains(string(cancel), `"status":"cancelled"`) {
 		t.Fatalf("tasks/cancel = %s (%v), want the task, cancelled", cancel, err)
 	}
 	if _, _, _, c := ts.Seen(); strings.Join(c, ",") != task.ID {
 		t.Errorf("server cancelled %v, want [%s]", c, task.ID)
 	}
-	_, err = s.TaskRequest(ctx, TaskParams{Request: r, Method: "tasks/list"})
+	_, err = s.TaskRequest(ctx, TaskParams{Request: r, Method: "tasks/list", ExtensionTool: true})
 	var rpc *RPCError
 	if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeMethodNotFound {
 		t.Errorf("tasks/list: %v, want method not found (the extension lists no tasks)", err)
