@@ -122,6 +122,12 @@ func (h *codeHandler) Authorize(ctx context.Context, req *http.Request, resp *ht
 		discard(resp)
 		return nil
 	}
+	if resp.StatusCode == http.StatusUnauthorized && !h.login() {
+		if moved := h.moved(ctx, challenges); moved != "" {
+			discard(resp)
+			return &NeedsLoginError{Server: h.srv.Name, Reason: moved}
+		}
+	}
 	if resp.StatusCode == http.StatusUnauthorized && (!h.login() || h.authorized.Load()) && h.entry.retry(h.srv.URL, bearer(req)) {
 		discard(resp)
 		return nil
@@ -153,6 +159,25 @@ func (h *codeHandler) Authorize(ctx context.Context, req *http.Request, resp *ht
 		return nl
 	}
 	return &NeedsLoginError{Server: h.srv.Name, Reason: h.entry.why(h.srv.URL)}
+}
+
+// moved says how the server's authorization server is no longer the one
+// that issued the stored tokens, or "": their access token is not sent
+// again, nor their refresh token spent, once the server names another
+// one (checked when the server refuses a token, so it costs nothing
+// otherwise).
+func (h *codeHandler) moved(ctx context.Context, challenges []oauthex.Challenge) string {
+	h.entry.mu.Lock()
+	rec := h.entry.load()
+	h.entry.mu.Unlock()
+	if rec == nil || rec.Issuer == "" || rec.URL != h.srv.URL {
+		return ""
+	}
+	asm, err := discover(ctx, h, challenges)
+	if err != nil || asm.Issuer == rec.Issuer {
+		return ""
+	}
+	return fmt.Sprintf("the server's authorization server is now %s, and the stored tokens are from %s", asm.Issuer, rec.Issuer)
 }
 
 // sdkHandler returns the go-sdk's authorization code handler of a login,
