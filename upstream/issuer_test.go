@@ -184,3 +184,32 @@ func TestOAuthRegistrationKeptByIssuer(t *testing.T) {
 		t.Fatalf("%d registrations at the first authorization server, want still 1", n)
 	}
 }
+
+// TestOAuthClientMetadataDocument: with client_metadata_url, mcpmux names
+// itself by that URL to an authorization server that supports client ID
+// metadata documents, and registers dynamically with one that does not.
+func TestOAuthClientMetadataDocument(t *testing.T) {
+	const doc = "https://tools.acme.example/mcpmux-client.json"
+	for _, supported := range []bool{true, false} {
+		opts := oauthtest.Options{}
+		if supported {
+			opts.ClientMetadataURL = doc
+		}
+		f := newOAuthFixture(t, opts)
+		store := oauth.NewStore(t.TempDir(), nil)
+		s := oauthPool(t, store, f.config(t, "{type: oauth, client_metadata_url: "+doc+"}"), true)
+		if st := s.Status(); st.State != StateUp {
+			t.Fatalf("supported=%v: login: %+v", supported, st)
+		}
+		want := 0
+		if !supported {
+			want = 1
+		}
+		if n := len(f.as.Registrations()); n != want {
+			t.Fatalf("supported=%v: %d registrations, want %d", supported, n, want)
+		}
+		if text, err := call(t, oauthPool(t, store, f.config(t, "{type: oauth, client_metadata_url: "+doc+"}"), false)); err != nil || !strings.HasPrefix(text, "authorized") {
+			t.Fatalf("supported=%v: serving: %q, %v", supported, text, err)
+		}
+	}
+}

@@ -49,6 +49,10 @@ type Options struct {
 	// Iss is the iss the authorization responses carry: IssNone (the
 	// default), IssOwn, or any other string as it is.
 	Iss string
+	// ClientMetadataURL, if set, makes the server support client ID
+	// metadata documents, and take this one as a client (with any
+	// loopback redirect URI) without fetching it.
+	ClientMetadataURL string
 	// Deny makes every authorization request end in an error response
 	// (access_denied) with Deny as its error_description.
 	Deny string
@@ -100,6 +104,9 @@ func NewServer(t testing.TB, opts Options) *Server {
 	for id, secret := range opts.Clients {
 		s.clients[id] = &client{secret: secret}
 	}
+	if opts.ClientMetadataURL != "" {
+		s.clients[opts.ClientMetadataURL] = &client{}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
 	mux.HandleFunc("POST /register", s.register)
@@ -127,6 +134,7 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 		TokenEndpointAuthMethodsSupported:          []string{"client_secret_basic", "client_secret_post", "none"},
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		AuthorizationResponseIssParameterSupported: s.opts.AdvertiseIss,
+		ClientIDMetadataDocumentSupported:          s.opts.ClientMetadataURL != "",
 	})
 }
 
