@@ -204,8 +204,12 @@ func (h *codeHandler) sdkHandler(ctx context.Context, challenges []oauthex.Chall
 		rec := h.entry.load()
 		h.entry.mu.Unlock()
 		if rec != nil && rec.ClientID == a.ClientID && rec.Issuer != "" && rec.Issuer != asm.Issuer {
+			file := h.srv.File
+			if file == "" {
+				file = "its tool file"
+			}
 			return nil, fmt.Errorf("client_id %q was registered with the authorization server %s, but the server now names %s: "+
-				"set auth.client_id (and client_secret) of %s to a client of %s, or remove them to register dynamically", a.ClientID, rec.Issuer, asm.Issuer, h.srv.File, asm.Issuer)
+				"set auth.client_id (and client_secret) of %s to a client of %s, or remove them to register dynamically", a.ClientID, rec.Issuer, asm.Issuer, file, asm.Issuer)
 		}
 	}
 	cimd := a.ClientMetadataURL != "" && asm.ClientIDMetadataDocumentSupported

@@ -213,3 +213,26 @@ func TestOAuthClientMetadataDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuthPreregisteredClientOfAnotherIssuer: a client_id from the tool
+// file is not offered to another authorization server than the one its
+// login found; the login says what to change.
+func TestOAuthPreregisteredClientOfAnotherIssuer(t *testing.T) {
+	// Both know the id, as two tenants of one provider might.
+	as1 := oauthtest.NewServer(t, oauthtest.Options{Clients: map[string]string{"fixed": ""}, NoRegistration: true})
+	as2 := oauthtest.NewServer(t, oauthtest.Options{Clients: map[string]string{"fixed": ""}, NoRegistration: true})
+	p := newMovableServer(t, as1)
+	store := oauth.NewStore(t.TempDir(), nil)
+	cfg := (&oauthFixture{url: p.url}).config(t, "{type: oauth, client_id: fixed}")
+	if st := oauthPool(t, store, cfg, true).Status(); st.State != StateUp {
+		t.Fatalf("login: %+v", st)
+	}
+	p.as.Store(as2)
+	st := oauthPool(t, store, cfg, true).Status()
+	if st.State == StateUp || !strings.Contains(st.Error, `client_id "fixed" was registered with the authorization server `+as1.URL) {
+		t.Fatalf("login after the server moved: %s %q, want refused naming the client's authorization server", st.State, st.Error)
+	}
+	if n := as2.Grants("authorization_code"); n != 0 {
+		t.Fatalf("%d logins at the other authorization server with the client of the first", n)
+	}
+}
