@@ -22,7 +22,9 @@ import (
 //   - else by its principal alone: every request with that token shares
 //     one connection;
 //   - else (no task, no token: loopback without authentication) it has
-//     none, and gets a connection for that request alone, as before.
+//     none, and a call gets a connection for that call alone: for its
+//     whole run, the rounds it is parked for its client's answer
+//     included (mrtr.go), closed when it ends.
 //
 // A keyed connection does not end with a request: it is closed when idle
 // for the server's idle_timeout (10 minutes by default), as a session's
@@ -68,4 +70,17 @@ func withClientKey(ctx context.Context, req mcp.Request) context.Context {
 func keyedClient(ctx context.Context) (upstream.ClientID, bool) {
 	id, ok := ctx.Value(clientKeyKey{}).(upstream.ClientID)
 	return id, ok
+}
+
+// callClient gives a sessionless HTTP tool call that names no client a
+// client of its own, id, for its whole run; release closes its per-client
+// connections once the call has ended. Keyed by the request's session
+// instead, they would close when the request that parks the call ends,
+// and the call with them.
+func (a *Aggregator) callClient(ctx context.Context, id string) (_ context.Context, release func()) {
+	if _, keyed := keyedClient(ctx); keyed || !a.requestIsItsOwnClient(ctx) {
+		return ctx, func() {}
+	}
+	key := upstream.ClientID("call:" + id)
+	return context.WithValue(ctx, clientKeyKey{}, key), func() { a.pool.ReleaseClient(key) }
 }

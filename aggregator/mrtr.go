@@ -123,9 +123,11 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pc := &parkedCall{id: id, tool: req.Params.Name, events: make(chan parkedEvent), cancel: cancel, done: make(chan struct{}), pending: map[string]chan mcp.InputResponse{}}
 	runCtx = context.WithValue(runCtx, parkedKey{}, pc)
+	runCtx, release := a.callClient(runCtx, id) // clientkey.go
 	go func() {
 		res, err := next(runCtx, method, req)
 		defer cancel()
+		defer release()
 		select {
 		case pc.events <- parkedEvent{result: res, err: err}:
 		case <-pc.done: // given up: nobody is left to tell

@@ -93,7 +93,9 @@ func post2026(t *testing.T, url, tool string, params map[string]any) rpc2026 {
 // replica; haproxy's round robin sends the retry, with the answer, to the
 // other, which forwards it; the server gets the answer and the client the
 // result. A tampered state, and a signed one naming an address that is no
-// peer, are refused without reaching any call.
+// peer, are refused without reaching any call. The client names no task
+// and sends no token: its call gets a connection of its own (the server
+// is per-client), which lasts while the call is parked.
 func TestParkedCallRetriedOnAnotherReplica(t *testing.T) {
 	dir := everythingDir(t)
 	key := rand.Text() + rand.Text()
@@ -192,6 +194,12 @@ func TestParkedCallRetriedOnAnotherReplica(t *testing.T) {
 	})
 	if again.Error == nil || !strings.Contains(again.Error.Message, "names no call waiting") {
 		t.Errorf("second retry: %+v, want an error: no call waits", again)
+	}
+	// server-everything gets a connection per client (session: auto): the
+	// call's, kept while it was parked, not closed with the request that
+	// parked it.
+	if m := regexp.MustCompile(`client left; closing its connection.* client=session-`).FindString(parkedOn.logs.String()); m != "" {
+		t.Errorf("the parked call's connection was closed with the request that parked it: %s", m)
 	}
 	if strings.Contains(parkedOn.logs.String()+other.logs.String(), key) {
 		t.Error("the state key appears in a replica's log")
