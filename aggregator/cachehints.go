@@ -33,9 +33,13 @@ func (a *Aggregator) listTTL(v *view) int {
 	return int(low.Milliseconds())
 }
 
-// cacheHints are the hints of a list of v: private if it holds its
-// client's own items.
-func (a *Aggregator) cacheHints(v *view, own bool) mcp.Cacheable {
+// cacheHints are the hints of a list of v for req: private if it holds
+// its client's own items. A request of 2025-11-25 or older, which knows no
+// such hints, gets the SDK's defaults, as before.
+func (a *Aggregator) cacheHints(req mcp.Request, v *view, own bool) mcp.Cacheable {
+	if _, ok := sessionless(req); !ok {
+		return mcp.Cacheable{CacheScope: "public"}
+	}
 	c := mcp.Cacheable{TTLMs: a.listTTL(v), CacheScope: "public"}
 	if own {
 		c.CacheScope = "private"

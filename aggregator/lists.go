@@ -47,7 +47,7 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if err != nil {
 					return nil, err
 				}
-				return &listResult{field: "tools", items: defs, nextCursor: next, cache: a.cacheHints(v, false)}, nil
+				return &listResult{field: "tools", items: defs, nextCursor: next, cache: a.cacheHints(r, v, false)}, nil
 			case *mcp.ListPromptsRequest:
 				var cursor string
 				if r.Params != nil {
@@ -58,7 +58,7 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if err != nil {
 					return nil, err
 				}
-				return &listResult{field: "prompts", items: defs, nextCursor: next, cache: a.cacheHints(v, false)}, nil
+				return &listResult{field: "prompts", items: defs, nextCursor: next, cache: a.cacheHints(r, v, false)}, nil
 			case *mcp.ListResourcesRequest:
 				var cursor string
 				if r.Params != nil {
@@ -74,7 +74,7 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 					own = a.clientResources(ctx, v, r.Session)
 					defs = append(defs, own...)
 				}
-				return &mcp.ListResourcesResult{Resources: defs, NextCursor: next, Cacheable: a.cacheHints(v, len(own) > 0)}, nil
+				return &mcp.ListResourcesResult{Resources: defs, NextCursor: next, Cacheable: a.cacheHints(r, v, len(own) > 0)}, nil
 			case *mcp.ListResourceTemplatesRequest:
 				var cursor string
 				if r.Params != nil {
@@ -85,7 +85,7 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if err != nil {
 					return nil, err
 				}
-				return &mcp.ListResourceTemplatesResult{ResourceTemplates: defs, NextCursor: next, Cacheable: a.cacheHints(v, false)}, nil
+				return &mcp.ListResourceTemplatesResult{ResourceTemplates: defs, NextCursor: next, Cacheable: a.cacheHints(r, v, false)}, nil
 			}
 			return next(ctx, method, req)
 		}
