@@ -22,6 +22,7 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/journal/replay"
 	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/replica"
 	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -54,6 +55,10 @@ type Options struct {
 	// Tracing holds the span exporter (package tracing), which the
 	// application replaces on reload; nil never traces.
 	Tracing *tracing.Switch
+	// Replicas signs the states of parked calls (mrtr.go) and names this
+	// replica in them; nil signs with a key of this process and names
+	// none.
+	Replicas *replica.Set
 }
 
 // Aggregator serves the merged catalog of a pool.
@@ -129,6 +134,10 @@ func New(opts *Options) *Aggregator {
 	if version == "" {
 		version = "dev"
 	}
+	replicas := opts.Replicas
+	if replicas == nil {
+		replicas, _ = replica.New(replica.Options{}) // a key of its own: no error
+	}
 	a := &Aggregator{
 		log:         log,
 		mask:        logs.MaskerOf(log),
@@ -143,7 +152,7 @@ func New(opts *Options) *Aggregator {
 		profiles:    map[string]*profile{},
 		subs:        subscriptions{n: map[string]int{}},
 		metrics:     opts.Metrics,
-		parked:      newParkedCalls(),
+		parked:      newParkedCalls(replicas),
 		tracing:     opts.Tracing,
 	}
 	if a.metrics == nil {

@@ -126,8 +126,12 @@ func (a *Aggregator) clientEnded(cs *clientSession) {
 }
 
 // clientID identifies a client session for per-client connections, which
-// are closed when the session ends.
+// are closed when the session ends; or the client a sessionless request
+// names (clientkey.go), whose connections are closed when idle.
 func (a *Aggregator) clientID(ctx context.Context, ss *mcp.ServerSession) upstream.ClientID {
+	if id, ok := keyedClient(ctx); ok {
+		return id
+	}
 	if ss == nil {
 		return "none"
 	}

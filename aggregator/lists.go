@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -46,17 +47,18 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if err != nil {
 					return nil, err
 				}
-				return &listResult{field: "tools", items: defs, nextCursor: next}, nil
+				return &listResult{field: "tools", items: defs, nextCursor: next, cache: a.cacheHints(r, v, false)}, nil
 			case *mcp.ListPromptsRequest:
 				var cursor string
 				if r.Params != nil {
 					cursor = r.Params.Cursor
 				}
-				defs, next, err := page(p.view.Load().promptList, itemKey, cursor, func(it *Item[*mcp.Prompt]) json.RawMessage { return it.listed })
+				v := p.view.Load()
+				defs, next, err := page(v.promptList, itemKey, cursor, func(it *Item[*mcp.Prompt]) json.RawMessage { return it.listed })
 				if err != nil {
 					return nil, err
 				}
-				return &listResult{field: "prompts", items: defs, nextCursor: next}, nil
+				return &listResult{field: "prompts", items: defs, nextCursor: next, cache: a.cacheHints(r, v, false)}, nil
 			case *mcp.ListResourcesRequest:
 				var cursor string
 				if r.Params != nil {
@@ -67,20 +69,23 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if err != nil {
 					return nil, err
 				}
+				var own []*mcp.Resource
 				if next == "" {
-					defs = append(defs, a.clientResources(ctx, v, r.Session)...)
+					own = a.clientResources(ctx, v, r.Session)
+					defs = append(defs, own...)
 				}
-				return &mcp.ListResourcesResult{Resources: defs, NextCursor: next, Cacheable: publicCache}, nil
+				return &mcp.ListResourcesResult{Resources: defs, NextCursor: next, Cacheable: a.cacheHints(r, v, len(own) > 0)}, nil
 			case *mcp.ListResourceTemplatesRequest:
 				var cursor string
 				if r.Params != nil {
 					cursor = r.Params.Cursor
 				}
-				defs, next, err := page(p.view.Load().templateList, itemKey, cursor, itemDef)
+				v := p.view.Load()
+				defs, next, err := page(v.templateList, itemKey, cursor, itemDef)
 				if err != nil {
 					return nil, err
 				}
-				return &mcp.ListResourceTemplatesResult{ResourceTemplates: defs, NextCursor: next, Cacheable: publicCache}, nil
+				return &mcp.ListResourceTemplatesResult{ResourceTemplates: defs, NextCursor: next, Cacheable: a.cacheHints(r, v, false)}, nil
 			}
 			return next(ctx, method, req)
 		}
@@ -94,14 +99,12 @@ type listResult struct {
 	field       string
 	items       []json.RawMessage
 	nextCursor  string
-	sessionless bool // see markSessionless
+	cache       mcp.Cacheable // its caching hints (cachehints.go)
+	sessionless bool          // see markSessionless
 }
 
-// markSessionless has the list carry a resultType and caching hints, as
-// the SDK's own lists do on the sessionless protocol: no TTL (mcpmux
-// learns of a change of its catalog when its servers say so, and its
-// clients on their listen streams; a TTL would only delay that), and the
-// spec's default scope.
+// markSessionless has the list carry a resultType and its caching hints,
+// as the SDK's own lists do on the sessionless protocol.
 func (r *listResult) markSessionless() { r.sessionless = true }
 
 func (r *listResult) MarshalJSON() ([]byte, error) {
@@ -126,7 +129,15 @@ func (r *listResult) MarshalJSON() ([]byte, error) {
 		b = append(b, c...)
 	}
 	if r.sessionless {
-		b = append(b, `,"resultType":"complete","ttlMs":0,"cacheScope":"public"`...)
+		scope := r.cache.CacheScope
+		if scope == "" {
+			scope = "public"
+		}
+		b = append(b, `,"resultType":"complete","ttlMs":`...)
+		b = strconv.AppendInt(b, int64(r.cache.TTLMs), 10)
+		b = append(b, `,"cacheScope":"`...)
+		b = append(b, scope...)
+		b = append(b, '"')
 	}
 	if len(r.Meta) > 0 {
 		m, err := json.Marshal(r.Meta)
@@ -138,10 +149,6 @@ func (r *listResult) MarshalJSON() ([]byte, error) {
 	}
 	return append(b, '}'), nil
 }
-
-// publicCache is what the SDK's own list handlers answer: no TTL, and the
-// spec's default scope written out.
-var publicCache = mcp.Cacheable{CacheScope: "public"}
 
 func itemKey[T any](it *Item[T]) string { return it.Key }
 func itemDef[T any](it *Item[T]) T      { return it.Def }

@@ -2,18 +2,16 @@ package aggregator
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/replica"
 )
 
 // Multi round-trip requests (MRTR) towards clients of the sessionless
@@ -28,9 +26,11 @@ import (
 // call whose client does not come back within inputWait is given up: the
 // server's question gets an error that says so (and any it asks after).
 //
-// The state is the parked call's id, signed with a key of this process
-// (HMAC-SHA256): a client cannot forge or alter one to reach another's
-// call. A 2026-07-28 server's own input_required result is the downstream
+// The state is the parked call's id and its replica, signed (HMAC-SHA256)
+// with the key of package replica, of this process or shared by the
+// replicas: a client cannot forge or alter one to reach another's call;
+// a retry that reaches another replica is forwarded to this one
+// (replicas.go). A 2026-07-28 server's own input_required result is the downstream
 // side's (package upstream); it reaches this client as any result does.
 
 // defaultInputWait bounds how long a parked call waits for its client's
@@ -43,17 +43,15 @@ const maxParked = 10000
 
 // parkedCalls are the calls waiting for their clients' answers.
 type parkedCalls struct {
-	key  []byte        // signs states
-	wait time.Duration // see defaultInputWait
+	replicas *replica.Set  // signs states, naming this replica (replicas.go)
+	wait     time.Duration // see defaultInputWait
 
 	mu    sync.Mutex
 	calls map[string]*parkedCall
 }
 
-func newParkedCalls() *parkedCalls {
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	return &parkedCalls{key: key, wait: defaultInputWait, calls: map[string]*parkedCall{}}
+func newParkedCalls(replicas *replica.Set) *parkedCalls {
+	return &parkedCalls{replicas: replicas, wait: defaultInputWait, calls: map[string]*parkedCall{}}
 }
 
 // A parkedCall is one client call running detached from its requests.
@@ -89,27 +87,6 @@ func parkedFrom(ctx context.Context) *parkedCall {
 	return pc
 }
 
-// sign returns the state a client gets for call id.
-func (pk *parkedCalls) sign(id string) string {
-	m := hmac.New(sha256.New, pk.key)
-	m.Write([]byte(id))
-	return id + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// verify returns the call id of state, or false if mcpmux did not sign it.
-func (pk *parkedCalls) verify(state string) (string, bool) {
-	id, sig, ok := strings.Cut(state, ".")
-	if !ok {
-		return "", false
-	}
-	want := pk.sign(id)
-	return id, hmac.Equal([]byte(want), []byte(id+"."+sig))
-}
-
-// errInvalidState is a retry's error for a state that mcpmux did not mint,
-// or that was altered.
-var errInvalidState = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid requestState: mcpmux did not issue it, or it was altered"}
-
 // mrtrRetry is what a request that may be parked says of itself: what it
 // asks for (its method and the tool, prompt or resource it names), and
 // on a retry, its answers and the state it was given.
@@ -132,9 +109,9 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses without requestState: mcpmux sends every inputRequest with a requestState, which the retry must carry"}
 	}
 	if state := r.state; state != "" {
-		id, ok := pk.verify(state)
-		if !ok {
-			return nil, errInvalidState
+		id, err := pk.verify(state)
+		if err != nil {
+			return nil, err
 		}
 		pk.mu.Lock()
 		pc, wait := pk.calls[id], pk.wait
@@ -156,9 +133,11 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pc := &parkedCall{id: id, tool: r.what, events: make(chan parkedEvent), cancel: cancel, done: make(chan struct{}), pending: map[string]chan mcp.InputResponse{}}
 	runCtx = context.WithValue(runCtx, parkedKey{}, pc)
+	runCtx, release := a.callClient(runCtx, id) // clientkey.go
 	go func() {
 		res, err := next(runCtx, method, req)
 		defer cancel()
+		defer release()
 		select {
 		case pc.events <- parkedEvent{result: res, err: err}:
 		case <-pc.done: // given up: nobody is left to tell
@@ -191,7 +170,7 @@ func (a *Aggregator) awaitParked(ctx context.Context, pc *parkedCall) (mcp.Resul
 		raw, err := json.Marshal(map[string]any{
 			"resultType":    "input_required",
 			"inputRequests": map[string]json.RawMessage{ev.key: ir},
-			"requestState":  pk.sign(pc.id),
+			"requestState":  pk.replicas.Sign(pc.id),
 		})
 		if err != nil {
 			return nil, err

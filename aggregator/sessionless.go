@@ -66,6 +66,7 @@ func (a *Aggregator) sessionlessMiddleware(next mcp.MethodHandler) mcp.MethodHan
 		}
 		if x := req.GetExtra(); x != nil && x.Header != nil {
 			ctx = context.WithValue(ctx, ownClientKey{}, true) // HTTP
+			ctx = withClientKey(ctx, req)                      // clientkey.go
 		}
 		var (
 			res mcp.Result

@@ -57,15 +57,17 @@ func (a *Aggregator) mintTaskHandle(h taskHandle) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return a.parked.sign(base64.RawURLEncoding.EncodeToString(b)), nil
+	return a.parked.replicas.Sign(base64.RawURLEncoding.EncodeToString(b)), nil
 }
 
 // readTaskHandle returns what a client's taskId says, or false if mcpmux
 // did not mint it.
 func (a *Aggregator) readTaskHandle(id string) (taskHandle, bool) {
 	var h taskHandle
-	payload, ok := a.parked.verify(id)
-	if !ok {
+	// Any replica that shares the key serves a task handle: the task
+	// lives on its server, not on the replica that minted the handle.
+	payload, _, err := a.parked.replicas.Verify(id)
+	if err != nil {
 		return h, false
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)

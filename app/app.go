@@ -26,6 +26,7 @@ import (
 	"github.com/mcpmux/mcpmux/internal/reaper"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/oauth"
+	"github.com/mcpmux/mcpmux/replica"
 	"github.com/mcpmux/mcpmux/tracing"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -51,6 +52,9 @@ type Options struct {
 	Log *slog.Logger
 	// Version is how mcpmux introduces itself to clients and servers.
 	Version string
+	// Replicas signs parked calls' states and forwards retries between
+	// replicas (package replica); nil signs with a key of this process.
+	Replicas *replica.Set
 }
 
 // Instance is one running mcpmux: its configuration, pool and aggregator.
@@ -73,6 +77,7 @@ type Instance struct {
 	closeOnce  sync.Once
 	tracing    *tracing.Switch // the span exporter of tracing.go
 	tracingKey *string         // the tracing config it was built from; guarded by reloadMu
+	replicas   *replica.Set    // see Options.Replicas
 }
 
 // New loads the config directory and builds the pool and the aggregator;
@@ -91,7 +96,7 @@ func New(opts *Options) (*Instance, error) {
 		return nil, err
 	}
 	MaskSecrets(log, snap)
-	in := &Instance{log: log, dir: opts.Dir, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{}), mode: mode, load: load}
+	in := &Instance{replicas: opts.Replicas, log: log, dir: opts.Dir, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{}), mode: mode, load: load}
 	for _, fe := range snap.Errors {
 		in.lastErrors[fe.Error()] = true // reloads report only new ones
 	}
@@ -117,6 +122,7 @@ func New(opts *Options) (*Instance, error) {
 		TaskID:    opts.Task,
 		Stateless: load.Stateless,
 		Tracing:   in.tracing,
+		Replicas:  opts.Replicas,
 	})
 	in.agg.SetInvalidFiles(snap.Errors)
 	in.explainNames(snap.Servers, snap.Settings.Separator)

@@ -85,7 +85,7 @@ func (in *Instance) ListenHTTP(h *HTTP) (*HTTPFront, error) {
 	if err != nil {
 		return nil, err
 	}
-	fr := front.New(&front.Options{Engine: in.agg, Metrics: in.metrics, Tokens: tokens, AllowedOrigins: h.Origins, Logger: in.log})
+	fr := front.New(&front.Options{Engine: in.agg, Metrics: in.metrics, Tokens: tokens, AllowedOrigins: h.Origins, Logger: in.log, Replicas: in.replicas})
 	in.reloadMu.Lock()
 	in.front = fr
 	in.reloadMu.Unlock()

@@ -287,3 +287,54 @@ func TestCheckReportIsTheLastWord(t *testing.T) {
 		t.Errorf("a log line after the table:\n%s", got)
 	}
 }
+
+// Replicas: --peers needs a shared state key (a key per process could not
+// be read by a peer) and an address of this replica; --advertise defaults
+// to a --http address that is not a wildcard. The key never reaches the
+// log.
+func TestReplicaFlags(t *testing.T) {
+	key := strings.Repeat("s3cr3t", 8)
+	for _, c := range []struct {
+		args    []string
+		key     string
+		wantErr string
+		self    string
+	}{
+		{args: []string{"--http", "127.0.0.1:8081", "--peers", "127.0.0.1:8081,127.0.0.1:8082"}, wantErr: "MCPMUX_STATE_KEY"},
+		{args: []string{"--http", "0.0.0.0:8080", "--peers", "r:8080"}, key: key, wantErr: "--advertise"},
+		{args: []string{"--peers", "r:8080"}, key: key, wantErr: "apply to --http"},
+		{args: []string{"--http", "127.0.0.1:8081"}, key: "short", wantErr: "fewer than 32"},
+		{args: []string{"--http", "127.0.0.1:8081", "--peers", "127.0.0.1:8081", "--peers", "127.0.0.1:8082"}, key: key, self: "127.0.0.1:8081"},
+		{args: []string{"--http", "0.0.0.0:8080", "--advertise", "10.0.0.1:8080", "--peers", "r:8080"}, key: key, self: "10.0.0.1:8080"},
+		{args: []string{"--http", "127.0.0.1:8081"}},
+	} {
+		t.Setenv("MCPMUX_STATE_KEY", c.key)
+		var logged bytes.Buffer
+		fs, f := newServeFlags(io.Discard, io.Discard)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		log, err := f.logger(&logged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := f.replicaSet(log)
+		switch {
+		case c.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%q: %v, want an error with %q", c.args, err, c.wantErr)
+			}
+			continue
+		case err != nil:
+			t.Errorf("%q: %v", c.args, err)
+			continue
+		}
+		if set.Self() != c.self || set.Shared() != (c.key != "") {
+			t.Errorf("%q: self %q shared %v, want %q %v", c.args, set.Self(), set.Shared(), c.self, c.key != "")
+		}
+		log.Info("a line", "key", c.key)
+		if c.key != "" && strings.Contains(logged.String(), c.key) {
+			t.Errorf("the key was logged: %s", logged.String())
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/mcpmux/mcpmux/app"
+	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/replica"
 )
 
 // serveFlags are the flags of serving (mcpmux [flags]).
@@ -27,6 +31,10 @@ type serveFlags struct {
 	stateless bool
 	noWatch   bool
 	task      string
+	// Replicas (docs/scaling.md): see replicaSet.
+	stateKeyFile string
+	advertise    string
+	peers        stringList
 }
 
 func newServeFlags(stdout, stderr io.Writer) (*flag.FlagSet, *serveFlags) {
@@ -43,6 +51,9 @@ func newServeFlags(stdout, stderr io.Writer) (*flag.FlagSet, *serveFlags) {
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "on shutdown, how long running calls may take to finish (HTTP: while draining)")
 	fs.BoolVar(&f.stateless, "stateless", false, "HTTP: serve without sessions, so that any replica answers any request (as stateless: true in mcpmux.yaml; see docs/scaling.md)")
 	fs.BoolVar(&f.noWatch, "no-watch", false, "do not watch the config directory; reload only on SIGHUP")
+	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "HTTP replicas: sign parked calls' requestState with the key in `FILE` (default $"+replica.KeyEnv+"), the same on every replica; else a key of this process")
+	fs.StringVar(&f.advertise, "advertise", "", "HTTP replicas: the `HOST:PORT` the peers reach this replica at (default: the --http address, if it is not a wildcard)")
+	fs.Var(&f.peers, "peers", "HTTP replicas: forward a retry of a call parked on another replica to it, if it is among `HOST:PORT[,...]` (a name may resolve to every replica: a headless Service); repeatable")
 	fs.StringVar(&f.task, "task-id", os.Getenv("TASK_ID"), "task of this instance's calls, unless a call names its own ($TASK_ID)")
 	return fs, f
 }
@@ -76,7 +87,12 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	case f.httpAddr != "":
 		mode = app.SessionsByConfig
 	}
-	in, err := app.New(&app.Options{Dir: f.configDir, Task: f.task, Mode: mode, Log: log, Version: buildVersion()})
+	replicas, err := f.replicaSet(log)
+	if err != nil {
+		log.Error("cannot serve", "error", err)
+		return 2
+	}
+	in, err := app.New(&app.Options{Dir: f.configDir, Task: f.task, Mode: mode, Log: log, Version: buildVersion(), Replicas: replicas})
 	if err != nil {
 		log.Error("cannot start", "error", explainConfigDir(err, fs, f.configDir))
 		return 1
@@ -118,6 +134,40 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// replicaSet is this replica among its peers: the key that signs parked
+// calls' states (--state-key-file, or MCPMUX_STATE_KEY; masked in the
+// log), its own address and its peers'. Peers need a key shared by every
+// replica: with one per process, no replica could read another's states.
+func (f *serveFlags) replicaSet(log *slog.Logger) (*replica.Set, error) {
+	key, err := replica.ReadKey(f.stateKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if key != nil {
+		logs.MaskerOf(log).Add(string(key))
+	}
+	var peers []string
+	for _, l := range f.peers {
+		for _, p := range strings.Split(l, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				peers = append(peers, p)
+			}
+		}
+	}
+	self := f.advertise
+	switch {
+	case (len(peers) > 0 || self != "") && f.httpAddr == "":
+		return nil, errors.New("--peers and --advertise apply to --http: a stdio mcpmux has no replicas")
+	case len(peers) > 0 && key == nil:
+		return nil, fmt.Errorf("--peers needs a signing key shared by every replica: set %s or --state-key-file (the same on each; openssl rand -hex 32 makes one)", replica.KeyEnv)
+	case len(peers) > 0 && self == "":
+		if host, port, err := net.SplitHostPort(f.httpAddr); err == nil && port != "0" && host != "" && !net.ParseIP(host).IsUnspecified() {
+			self = f.httpAddr
+		}
+	}
+	return replica.New(replica.Options{Key: key, Self: self, Peers: peers})
 }
 
 // stringList is a repeatable string flag.

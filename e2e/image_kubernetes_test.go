@@ -86,7 +86,7 @@ func TestImageContainerKubernetes(t *testing.T) {
 		t.Errorf("writable in the pod: %q, want its writable volumes alone: %q", got, writable)
 	}
 
-	s := c.start(t, mux.Args, env, volumes)
+	s := c.start(t, podArgs(mux.Args, env), env, volumes)
 	shipped, err := config.Load(dirs[mountedVolume(t, &mux, "/config")], nil)
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +278,9 @@ func mounts(t *testing.T, c *k8sContainer, dirs map[string]string) []string {
 	return out
 }
 
-// podEnv is c's environment; MCPMUX_TOKEN, from the Secret, is token.
+// podEnv is c's environment; MCPMUX_TOKEN, from the Secret, is token;
+// MCPMUX_STATE_KEY, from its Secret, a key of the test; POD_IP, from the
+// pod's status, loopback.
 func podEnv(t *testing.T, c *k8sContainer, token string) []string {
 	t.Helper()
 	var env []string
@@ -288,11 +290,30 @@ func podEnv(t *testing.T, c *k8sContainer, token string) []string {
 			env = append(env, e.Name+"="+e.Value)
 		case e.Name == "MCPMUX_TOKEN" && e.ValueFrom.SecretKeyRef != nil:
 			env = append(env, e.Name+"="+token)
+		case e.Name == "MCPMUX_STATE_KEY" && e.ValueFrom.SecretKeyRef != nil:
+			env = append(env, e.Name+"="+rand.Text()+rand.Text())
+		case e.Name == "POD_IP" && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
+			env = append(env, e.Name+"=127.0.0.1")
 		default:
 			t.Fatalf("container %s: env %s from %+v is not emulated here", c.Name, e.Name, e.ValueFrom)
 		}
 	}
 	return env
+}
+
+// podArgs are args with $(VAR) of env expanded, as the kubelet does.
+func podArgs(args, env []string) []string {
+	var pairs []string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		pairs = append(pairs, "$("+k+")", v)
+	}
+	r := strings.NewReplacer(pairs...)
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = r.Replace(a)
+	}
+	return out
 }
 
 // byMountPoint sorts volumes ("HOST:CONTAINER[:ro]") by their mount
@@ -406,6 +427,9 @@ type (
 					Name string `yaml:"name"`
 					Key  string `yaml:"key"`
 				} `yaml:"secretKeyRef"`
+				FieldRef *struct {
+					FieldPath string `yaml:"fieldPath"`
+				} `yaml:"fieldRef"`
 			} `yaml:"valueFrom"`
 		} `yaml:"env"`
 		VolumeMounts   []k8sVolumeMount `yaml:"volumeMounts"`

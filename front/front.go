@@ -30,6 +30,7 @@ import (
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
 	"github.com/mcpmux/mcpmux/metrics"
+	"github.com/mcpmux/mcpmux/replica"
 )
 
 // Engine is the MCP side a front serves (an *aggregator.Aggregator).
@@ -72,6 +73,9 @@ type Options struct {
 	AllowedOrigins []string
 	// Logger; nil discards. Its masker (logs.MaskerOf) also masks /healthz.
 	Logger *slog.Logger
+	// Replicas, if it has peers, forwards a 2026-07-28 retry whose
+	// requestState names a peer to that peer (package replica).
+	Replicas *replica.Set
 }
 
 // Front is the HTTP front of an engine. The limits and origins of
@@ -89,6 +93,7 @@ type Front struct {
 	routes   http.Handler
 	events   *mcp.MemoryEventStore // for clients to resume dropped streams
 	sessions *sessionTracker
+	replicas *replica.Set // see Options.Replicas
 
 	handlers sync.Map // handlerKey → *mcp.StreamableHTTPHandler
 }
@@ -100,13 +105,14 @@ func New(opts *Options) *Front {
 		log = slog.New(slog.DiscardHandler)
 	}
 	f := &Front{
-		engine:  opts.Engine,
-		metrics: opts.Metrics,
-		tokens:  opts.Tokens,
-		origins: opts.AllowedOrigins,
-		log:     log,
-		mask:    logs.MaskerOf(log),
-		events:  mcp.NewMemoryEventStore(nil),
+		engine:   opts.Engine,
+		metrics:  opts.Metrics,
+		tokens:   opts.Tokens,
+		origins:  opts.AllowedOrigins,
+		replicas: opts.Replicas,
+		log:      log,
+		mask:     logs.MaskerOf(log),
+		events:   mcp.NewMemoryEventStore(nil),
 	}
 	f.events.SetMaxBytes(eventStoreBytes(opts.Engine.Settings()))
 	f.sessions = newSessionTracker(opts.Engine.Settings)
@@ -201,11 +207,19 @@ func (f *Front) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body = f.engine.LiftBody(r, body)
 	// Nothing more is read from the client for this request: a read
 	// deadline now would cancel a long tool call's response stream (the
 	// server's background read would time out).
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	if sessionless(r, body) && f.replicas != nil {
+		if peer := f.replicas.Target(r.Context(), r, body); peer != "" {
+			// A retry of a call parked on another replica: it goes on
+			// there.
+			f.replicas.Forward(w, r, body, peer, f.log)
+			return
+		}
+	}
+	body = f.engine.LiftBody(r, body)
 	name := r.PathValue("profile")
 	server := f.engine.Server(name)
 	if server == nil {

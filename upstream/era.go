@@ -387,6 +387,7 @@ const minListTTL = time.Second
 type listTTL struct {
 	mu    sync.Mutex
 	min   time.Duration // shortest ttl seen since the last armTTL; 0: none
+	last  time.Duration // shortest ttl of the lists last fetched; 0: none
 	timer *time.Timer
 }
 
@@ -409,11 +410,27 @@ func (c *conn) armTTL() {
 		c.ttl.timer = nil
 	}
 	d := c.ttl.min
-	c.ttl.min = 0
+	c.ttl.min, c.ttl.last = 0, d
 	if d == 0 {
 		return
 	}
 	c.ttl.timer = time.AfterFunc(max(d, minListTTL), c.signalRefresh)
+}
+
+// ListTTL is the shortest ttlMs the server gave the lists mcpmux last
+// fetched on its shared connection: how long they may be taken as fresh;
+// 0 if it gave none (a 2025-11-25 server, which announces its changes
+// instead) or is not connected.
+func (s *Server) ListTTL() time.Duration {
+	s.mu.Lock()
+	c := s.cur
+	s.mu.Unlock()
+	if c == nil {
+		return 0
+	}
+	c.ttl.mu.Lock()
+	defer c.ttl.mu.Unlock()
+	return c.ttl.last
 }
 
 // stopTTL cancels the scheduled refresh: the connection is over.

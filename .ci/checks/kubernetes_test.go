@@ -413,11 +413,17 @@ func TestKubernetesHAProxy(t *testing.T) {
 	headless := m.services["mcpmux-replicas"]
 	replicas := m.deployments["mcpmux"]
 	want := fmt.Sprintf("%s.%s.svc.cluster.local:%d", headless.Name, m.k.Namespace, headless.Spec.Ports[0].Port)
-	if len(template) != 1 || !strings.Contains(template[0], " "+want+" ") || !strings.Contains(template[0], "resolvers kubernetes") {
-		t.Fatalf("server-template: %q, want the replicas' DNS name %s resolved by resolvers kubernetes", template, want)
+	// One template per backend (sessions, and 2026-07-28's round robin).
+	if backends := strings.Count(string(data), "\nbackend "); len(template) != backends {
+		t.Fatalf("server-template: %q, want one in each of the %d backends", template, backends)
 	}
-	if slots, err := strconv.Atoi(strings.Fields(template[0] + " x x")[2]); err != nil || slots < int(*replicas.Spec.Replicas) {
-		t.Errorf("server-template %q has fewer slots than replicas (%d)", template[0], *replicas.Spec.Replicas)
+	for _, tmpl := range template {
+		if !strings.Contains(tmpl, " "+want+" ") || !strings.Contains(tmpl, "resolvers kubernetes") {
+			t.Fatalf("server-template: %q, want the replicas' DNS name %s resolved by resolvers kubernetes", tmpl, want)
+		}
+		if slots, err := strconv.Atoi(strings.Fields(tmpl + " x x")[2]); err != nil || slots < int(*replicas.Spec.Replicas) {
+			t.Errorf("server-template %q has fewer slots than replicas (%d)", tmpl, *replicas.Spec.Replicas)
+		}
 	}
 	if bin, err := exec.LookPath("haproxy"); err == nil {
 		for _, cfg := range []string{filepath.Join(k8sDir, "haproxy.cfg"), filepath.Join("deploy", "haproxy", "haproxy.cfg")} {

@@ -16,11 +16,11 @@ import (
 var Shipped string
 
 // Config returns the shipped configuration with its frontend bound to bind
-// (host:port) and one server line per replica address (host:port) in place
-// of the shipped ones.
+// (host:port) and, in each backend, one server line per replica address
+// (host:port) in place of the shipped ones.
 func Config(bind string, replicas []string) (string, error) {
 	var out []string
-	bound, served := false, false
+	bound, backends, served := false, 0, 0
 	for _, line := range strings.Split(Shipped, "\n") {
 		field, _, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch field {
@@ -28,19 +28,21 @@ func Config(bind string, replicas []string) (string, error) {
 			out = append(out, "    bind "+bind)
 			bound = true
 			continue
+		case "backend":
+			backends++
 		case "server":
-			if !served {
+			if served < backends {
 				for i, addr := range replicas {
 					out = append(out, fmt.Sprintf("    server mcpmux%d %s", i+1, addr))
 				}
-				served = true
+				served = backends
 			}
 			continue
 		}
 		out = append(out, line)
 	}
-	if !bound || !served {
-		return "", fmt.Errorf("haproxy.cfg has no bind or server line to replace")
+	if !bound || backends == 0 || served != backends {
+		return "", fmt.Errorf("haproxy.cfg has no bind line, or a backend without server lines to replace")
 	}
 	return strings.Join(out, "\n"), nil
 }
