@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -72,6 +76,14 @@ func TestServerEverythingFidelity(t *testing.T) {
 				compareAnswers(t, fidelityAnswers(t, direct, ""), fidelityAnswers(t, via, "x__"))
 			}
 			compareAnswers(t, sessionAnswers(t, directURL, ""), sessionAnswers(t, viaURL, "x__"))
+			// 5. A client of MCP 2026-07-28 cancels a call by closing its
+			// stream: the server's call is cancelled with it, long before
+			// the 120 s it would run.
+			cancelByClosing(t, viaURL, "x__trigger-long-running-operation")
+			ended := p.logs.waitFor(t, regexp.MustCompile(`msg="tool call failed" tool=x__trigger-long-running-operation .*elapsed=([0-9.]+[µnm]?s)`))
+			if took, _ := time.ParseDuration(ended); took >= 100*time.Second {
+				t.Errorf("a 2026-07-28 call whose client closed its stream ran on for %v", took)
+			}
 		})
 	}
 }
@@ -285,4 +297,43 @@ func waitNotification(t *testing.T, c *rawClient, s string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("no notification with %q", s)
+}
+
+// cancelByClosing sends tool as a request of MCP 2026-07-28 (no session)
+// with a progress token, and closes its stream after the first progress
+// notification.
+func cancelByClosing(t *testing.T, url, tool string) {
+	t.Helper()
+	body := mustMarshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+		"name": tool, "arguments": map[string]any{"duration": 120, "steps": 120},
+		"_meta": map[string]any{
+			"progressToken": "close-me",
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		},
+	}})
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", tool)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "close-me") {
+			return // closed by the deferred cancel and Close
+		}
+	}
+	t.Fatalf("no progress on the 2026-07-28 call's stream (HTTP %d): %v", resp.StatusCode, sc.Err())
 }
