@@ -272,3 +272,43 @@ func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler
 		return res, err
 	}
 }
+
+// openOwnConnections opens, for a client session that has just
+// initialized and declared roots, its own connection to each per-client
+// server of profile p, as the server would be started for the client
+// directly: a server that asks for the roots as it initializes
+// (server-everything does) gets this client's then, not during its first
+// call. Without roots a connection waits for the client's first request
+// of the server: a child per client and server is started only for what
+// is used. The connection runs for the session's task (its X-Task-Id
+// header, else the instance's --task-id).
+func (a *Aggregator) openOwnConnections(ctx context.Context, p *profile, req *mcp.InitializedRequest) {
+	ss := req.Session
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil || ip.ProtocolVersion >= firstSessionlessVersion {
+		return
+	}
+	v := p.view.Load()
+	var open []*upstream.Server
+	for _, srv := range a.pool.Servers() {
+		if srv.PerClient() && (v == nil || v.hasServer(srv.Config().Name)) {
+			open = append(open, srv)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	task := a.taskOf(nil, req.Extra)
+	// The opening lasts until it is done or the session ends, not just
+	// the notification's handling.
+	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a.client(ctx, ss).whenEnded(cancel)
+	for _, srv := range open {
+		r := a.request(ctx, srv, ss, task)
+		go func() {
+			if err := srv.OpenClient(octx, r); err != nil {
+				a.log.Debug("opening a client's own connection at its start failed; its first request opens it", "server", srv.Config().Name, "session", sessionID(ss), "error", err)
+			}
+		}()
+	}
+}

@@ -32,6 +32,11 @@ func TestServerEverythingFidelity(t *testing.T) {
 			for _, caps := range []rawCaps{{host: true}, {}} {
 				direct, _ := startRawClient(t, exec.Command(bin, "stdio"), caps, nil)
 				via := viaStdioRaw(t, npmServer(t, "x", "mcp-server-everything", "stdio")+"session: "+session+"\n", caps)
+				if caps.host && session == "per-client" {
+					// On a shared connection the server asked mcpmux, at
+					// mcpmux's start, before any client (docs/protocol.md).
+					compareAnswers(t, rootsAtStart(t, direct), rootsAtStart(t, via))
+				}
 				compareAnswers(t, fidelityAnswers(t, direct, ""), fidelityAnswers(t, via, "x__"))
 			}
 			// 9. A client that starts mcpmux gets no list_changed of a
@@ -69,10 +74,18 @@ func TestServerEverythingFidelity(t *testing.T) {
 			}
 			p := startHTTP(t, writeConfig(t, map[string]string{"tool/x.yaml": cfg}))
 			p.logs.waitFor(t, regexp.MustCompile(`msg="servers started"`))
+			if strings.HasSuffix(mode.name, "/auto") {
+				// session: auto learns that the server keeps per-session
+				// state when it asks mcpmux's own connection for roots.
+				p.logs.waitFor(t, regexp.MustCompile(`the server keeps state per session`))
+			}
 			viaURL := p.url + "/mcp"
 			for _, caps := range []rawCaps{{host: true}, {}} {
 				direct, _ := startRawHTTPClient(t, directURL, caps)
 				via, _ := startRawHTTPClient(t, viaURL, caps)
+				if caps.host {
+					compareAnswers(t, rootsAtStart(t, direct), rootsAtStart(t, via))
+				}
 				compareAnswers(t, fidelityAnswers(t, direct, ""), fidelityAnswers(t, via, "x__"))
 			}
 			compareAnswers(t, sessionAnswers(t, directURL, ""), sessionAnswers(t, viaURL, "x__"))
@@ -336,4 +349,23 @@ func cancelByClosing(t *testing.T, url, tool string) {
 		}
 	}
 	t.Fatalf("no progress on the 2026-07-28 call's stream (HTTP %d): %v", resp.StatusCode, sc.Err())
+}
+
+// rootsAtStart reports whether the server asked c, a client that declared
+// roots, for them after its initialization and before its first request
+// (9: server-everything asks 350 ms after notifications/initialized;
+// through mcpmux its per-client connection is opened as the client
+// initializes, and asks then too). It waits for the request, up to the
+// test's timeout: without it, the server asks only in the first call.
+func rootsAtStart(t *testing.T, c *rawClient) []answer {
+	t.Helper()
+	asked := false
+	for deadline := time.Now().Add(testTimeout / 2); !asked && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		c.mu.Lock()
+		for _, r := range c.asked {
+			asked = asked || strings.Contains(string(r), `"roots/list"`)
+		}
+		c.mu.Unlock()
+	}
+	return []answer{{"roots/list asked before the first request", mustMarshal(asked)}}
 }
