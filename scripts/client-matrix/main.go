@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -190,6 +191,7 @@ func (p *processes) stop() {
 func (p *processes) start(ctx context.Context, env []string, ready string, args ...string) error {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // gone with the matrix
 	out, err := cmd.StderrPipe()
 	if err != nil {
 		return err

@@ -72,19 +72,28 @@ func lastLine(b []byte) []byte {
 func runInspector(ctx context.Context, t target) (map[string]string, error) {
 	o := outcomes{}
 	inspect := func(op string, reduce func(map[string]any) string, args ...string) {
-		base := []string{filepath.Join(repo, "e2e", "node_modules", ".bin", "mcp-inspector"), "--cli"}
+		// The method's options first, then the server: a command after
+		// "--", whose own flags (mcpmux --config) are not the CLI's.
+		args = append([]string{filepath.Join(repo, "e2e", "node_modules", ".bin", "mcp-inspector"), "--cli"}, args...)
 		if t.url != "" {
-			base = append(base, t.url)
+			args = append(args, t.url)
 		} else {
-			base = append(base, t.cmd...)
+			args = append(append(args, "--"), t.cmd...)
 		}
-		cmd := exec.CommandContext(ctx, node(), append(base, args...)...)
+		cmd := exec.CommandContext(ctx, node(), args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		var v map[string]any
-		if jerr := json.Unmarshal(jsonPart(out), &v); jerr != nil || err != nil {
-			o[op] = "error: " + firstLine(stderr.String()+string(out))
+		out, _ := cmd.Output() // its exit code says as much as its JSON
+		v, ok := jsonIn(out)
+		if !ok {
+			v, ok = jsonIn(stderr.Bytes())
+		}
+		if !ok {
+			o[op] = "no JSON: " + firstLine(string(out)+stderr.String())
+			return
+		}
+		if e, ok := v["error"].(map[string]any); ok {
+			o[op] = fmt.Sprintf("error: %v", e["message"])
 			return
 		}
 		o[op] = reduce(v)
@@ -150,13 +159,24 @@ func runInspector(ctx context.Context, t target) (map[string]string, error) {
 	return o, nil
 }
 
-// jsonPart is the JSON object in the CLI's output (a server's own lines
-// may come before it).
-func jsonPart(b []byte) []byte {
-	if i := bytes.IndexByte(b, '{'); i >= 0 {
-		return b[i:]
+// jsonIn finds the JSON object in the CLI's output: the first line that
+// starts one (a server's or mcpmux's own lines may come before and after
+// it, on stderr).
+func jsonIn(b []byte) (map[string]any, bool) {
+	for i := 0; i < len(b); {
+		if b[i] == '{' {
+			var v map[string]any
+			if json.NewDecoder(bytes.NewReader(b[i:])).Decode(&v) == nil {
+				return v, true
+			}
+		}
+		next := bytes.IndexByte(b[i:], '\n')
+		if next < 0 {
+			break
+		}
+		i += next + 1
 	}
-	return b
+	return nil, false
 }
 
 func firstLine(s string) string {
