@@ -25,6 +25,7 @@ type clientSession struct {
 	level     mcp.LoggingLevel // its logging/setLevel, "" if none
 	tasks     []*clientTask    // oldest first
 	perClient bool             // per-client connections may be open for it
+	task      string           // the task its initialize named (taskOf)
 	exposed   exposedTools     // tools find_tools exposed to it (lazy.go)
 	// initialized: the client sent notifications/initialized; until then
 	// it is sent no list_changed (see listNotes.middleware).
@@ -266,7 +267,10 @@ func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler
 		res, err := next(ctx, method, req)
 		if method == "initialize" && err == nil {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
-				a.client(ctx, ss)
+				cs := a.client(ctx, ss)
+				cs.mu.Lock()
+				cs.task = a.taskOf(nil, req.GetExtra())
+				cs.mu.Unlock()
 			}
 		}
 		return res, err
@@ -280,8 +284,8 @@ func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler
 // (server-everything does) gets this client's then, not during its first
 // call. Without roots a connection waits for the client's first request
 // of the server: a child per client and server is started only for what
-// is used. The connection runs for the session's task (its X-Task-Id
-// header, else the instance's --task-id).
+// is used. The connection runs for the session's task (the X-Task-Id
+// header of its initialize, else the instance's --task-id).
 func (a *Aggregator) openOwnConnections(ctx context.Context, p *profile, req *mcp.InitializedRequest) {
 	ss := req.Session
 	ip := ss.InitializeParams()
@@ -298,11 +302,14 @@ func (a *Aggregator) openOwnConnections(ctx context.Context, p *profile, req *mc
 	if len(open) == 0 {
 		return
 	}
-	task := a.taskOf(nil, req.Extra)
+	cs := a.client(ctx, ss)
+	cs.mu.Lock()
+	task := cs.task
+	cs.mu.Unlock()
 	// The opening lasts until it is done or the session ends, not just
 	// the notification's handling.
 	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	a.client(ctx, ss).whenEnded(cancel)
+	cs.whenEnded(cancel)
 	for _, srv := range open {
 		r := a.request(ctx, srv, ss, task)
 		go func() {
