@@ -25,6 +25,7 @@ type clientSession struct {
 	level     mcp.LoggingLevel // its logging/setLevel, "" if none
 	tasks     []*clientTask    // oldest first
 	perClient bool             // per-client connections may be open for it
+	task      string           // the task its initialize named (taskOf)
 	exposed   exposedTools     // tools find_tools exposed to it (lazy.go)
 	// initialized: the client sent notifications/initialized; until then
 	// it is sent no list_changed (see listNotes.middleware).
@@ -270,9 +271,55 @@ func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler
 		res, err := next(ctx, method, req)
 		if method == "initialize" && err == nil {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
-				a.client(ctx, ss)
+				cs := a.client(ctx, ss)
+				cs.mu.Lock()
+				cs.task = a.taskOf(nil, req.GetExtra())
+				cs.mu.Unlock()
 			}
 		}
 		return res, err
+	}
+}
+
+// openOwnConnections opens, for a client session that has just
+// initialized and declared roots, its own connection to each per-client
+// server of profile p, as the server would be started for the client
+// directly: a server that asks for the roots as it initializes
+// (server-everything does) gets this client's then, not during its first
+// call. Without roots a connection waits for the client's first request
+// of the server: a child per client and server is started only for what
+// is used. The connection runs for the session's task (the X-Task-Id
+// header of its initialize, else the instance's --task-id).
+func (a *Aggregator) openOwnConnections(ctx context.Context, p *profile, req *mcp.InitializedRequest) {
+	ss := req.Session
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil || ip.ProtocolVersion >= firstSessionlessVersion {
+		return
+	}
+	v := p.view.Load()
+	var open []*upstream.Server
+	for _, srv := range a.pool.Servers() {
+		if srv.PerClient() && (v == nil || v.hasServer(srv.Config().Name)) {
+			open = append(open, srv)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	cs := a.client(ctx, ss)
+	cs.mu.Lock()
+	task := cs.task
+	cs.mu.Unlock()
+	// The opening lasts until it is done or the session ends, not just
+	// the notification's handling.
+	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cs.whenEnded(cancel)
+	for _, srv := range open {
+		r := a.request(ctx, srv, ss, task)
+		go func() {
+			if err := srv.OpenClient(octx, r); err != nil {
+				a.log.Debug("opening a client's own connection at its start failed; its first request opens it", "server", srv.Config().Name, "session", sessionID(ss), "error", err)
+			}
+		}()
 	}
 }

@@ -135,14 +135,21 @@ func progressTo(ctx context.Context, c *toolCall) func(context.Context, *mcp.Pro
 		return nil
 	}
 	ss := c.session
+	augmented := len(c.augment) > 0
 	return func(_ context.Context, p *mcp.ProgressNotificationParams) {
 		// The client request's context routes the notification to its
 		// response stream. upstream holds the answer until the progress
-		// sent before it has come through here (see upstream/order.go);
-		// should one still trail the answer, it goes out on its own rather
-		// than to a finished request's stream.
+		// sent before it has come through here (see upstream/order.go).
+		// Once the request is over — answered, or cancelled by the client
+		// — its progress stops, as the spec wants: the client has
+		// forgotten the token, and over stdio it would come after the
+		// answer. Except for a task-augmented call, whose token lasts as
+		// long as the task it created: that progress goes out on its own.
 		nctx := ctx
 		if nctx.Err() != nil {
+			if !augmented {
+				return
+			}
 			nctx = context.Background()
 		}
 		_ = ss.NotifyProgress(nctx, &mcp.ProgressNotificationParams{

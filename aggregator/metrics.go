@@ -39,5 +39,6 @@ func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.I
 		cs.initialized = true
 		cs.listsAt = p.lists.generation()
 		cs.mu.Unlock()
+		a.openOwnConnections(ctx, p, req)
 	}
 }

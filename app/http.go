@@ -58,6 +58,7 @@ const readHeaderTimeout = 10 * time.Second
 // An HTTPFront is an instance's Streamable HTTP front, listening.
 type HTTPFront struct {
 	in       *Instance
+	front    *front.Front
 	h        *HTTP
 	ln       net.Listener
 	srv      *http.Server
@@ -102,7 +103,7 @@ func (in *Instance) ListenHTTP(h *HTTP) (*HTTPFront, error) {
 		// this, so that it does not hold a place of max_connections.
 		IdleTimeout: idleConnTimeout,
 	}
-	return &HTTPFront{in: in, h: h, ln: ln, srv: srv, requests: countRequests(srv), auth: auth}, nil
+	return &HTTPFront{in: in, front: fr, h: h, ln: ln, srv: srv, requests: countRequests(srv), auth: auth}, nil
 }
 
 // Addr is the address the front listens on.
@@ -128,6 +129,7 @@ func (f *HTTPFront) Serve(ctx context.Context, watch bool) error {
 	select {
 	case <-ctx.Done():
 		deadline = time.Now().Add(grace)
+		f.front.Drain() // streams held open for cancelled calls are no running calls
 		drain(in, f.requests, grace)
 	case err := <-served:
 		stopped = fmt.Errorf("the HTTP server stopped: %w", err)

@@ -93,7 +93,9 @@ type Front struct {
 	routes   http.Handler
 	events   *mcp.MemoryEventStore // for clients to resume dropped streams
 	sessions *sessionTracker
-	replicas *replica.Set // see Options.Replicas
+	replicas *replica.Set  // see Options.Replicas
+	drained  chan struct{} // closed by Drain
+	drain    sync.Once
 
 	handlers sync.Map // handlerKey → *mcp.StreamableHTTPHandler
 }
@@ -113,6 +115,7 @@ func New(opts *Options) *Front {
 		log:      log,
 		mask:     logs.MaskerOf(log),
 		events:   mcp.NewMemoryEventStore(nil),
+		drained:  make(chan struct{}),
 	}
 	f.events.SetMaxBytes(eventStoreBytes(opts.Engine.Settings()))
 	f.sessions = newSessionTracker(opts.Engine.Settings)
@@ -267,8 +270,29 @@ func (f *Front) serveMCP(w http.ResponseWriter, r *http.Request) {
 		rw, done = f.engine.TrackStream(id, sw)
 		defer done()
 	}
-	f.handler(server, name, stateless).ServeHTTP(rw, r)
+	if id == "" || stateless {
+		f.handler(server, name, stateless).ServeHTTP(rw, r)
+		return
+	}
+	// A call the client cancels gets no answer (cancelled.go).
+	if r.Method == http.MethodPost {
+		f.sessions.noteCancelled(id, body)
+	}
+	dc := &dropCancelled{ResponseWriter: rw, sessions: f.sessions, session: id}
+	f.handler(server, name, stateless).ServeHTTP(dc, r)
+	if dc.held() {
+		select {
+		case <-r.Context().Done():
+		case <-f.sessions.ended(id):
+		case <-f.drained:
+		}
+	}
 }
+
+// Drain ends the streams held open for cancelled calls (cancelled.go),
+// which would otherwise keep a draining instance waiting for their
+// clients to close them.
+func (f *Front) Drain() { f.drain.Do(func() { close(f.drained) }) }
 
 // sessionIDHeader is the Streamable HTTP session header.
 const sessionIDHeader = "Mcp-Session-Id"
@@ -306,6 +330,10 @@ func (f *Front) handler(server *mcp.Server, profile string, stateless bool) *mcp
 		// of its session, and any replica may get it.
 		opts.Stateless = true
 		opts.EventStore = nil
+		// A 2026-07-28 client cancels a call by closing its stream: the
+		// call's context ends with the HTTP request's (a 2025-11-25 one
+		// sends notifications/cancelled instead).
+		opts.PropagateRequestCancellation = true
 	}
 	h, _ := f.handlers.LoadOrStore(key, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, opts))
 	return h.(*mcp.StreamableHTTPHandler)

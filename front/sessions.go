@@ -39,9 +39,11 @@ type sessionTracker struct {
 
 type trackedSession struct {
 	ss        *mcp.ServerSession
-	open      int         // requests of the session in flight
-	idleSince time.Time   // when open last became 0
-	timer     *time.Timer // closes it once idle for session_timeout; stopped while open > 0
+	open      int           // requests of the session in flight
+	idleSince time.Time     // when open last became 0
+	timer     *time.Timer   // closes it once idle for session_timeout; stopped while open > 0
+	cancelled []string      // ids of the requests its client cancelled, oldest first (cancelled.go)
+	gone      chan struct{} // closed when it has ended
 }
 
 func newSessionTracker(settings func() *config.Settings) *sessionTracker {
@@ -109,7 +111,7 @@ func (t *sessionTracker) add(ctx context.Context, ss *mcp.ServerSession) (ended 
 		// answer to open another.
 		a.settleLocked()
 	}
-	s := &trackedSession{ss: ss, idleSince: time.Now()}
+	s := &trackedSession{ss: ss, idleSince: time.Now(), gone: make(chan struct{})}
 	s.timer = time.AfterFunc(t.settings().SessionTimeout, func() { t.expire(id, s) })
 	t.sessions[id] = s
 	return func() {
@@ -118,6 +120,7 @@ func (t *sessionTracker) add(ctx context.Context, ss *mcp.ServerSession) (ended 
 		if t.sessions[id] == s {
 			s.timer.Stop()
 			delete(t.sessions, id)
+			close(s.gone)
 		}
 	}
 }

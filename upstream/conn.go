@@ -145,6 +145,9 @@ func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (
 // openSession connects the go-sdk client session of a new conn.
 func (srv *Server) openSession(ctx context.Context, task string, f ClientFeatures) (*conn, error) {
 	c := &conn{srv: srv, started: time.Now(), task: task, features: f, gate: newProgressGate(), raw: newRawCalls(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
+	// A client's own connection knows its client from the start: what the
+	// server asks while it initializes (roots/list) is that client's.
+	c.owner, _ = ctx.Value(ownerKey{}).(Caller)
 	if srv.PerClient() {
 		c.limit = newLimiter(srv.cfg.MaxConcurrency)
 	}

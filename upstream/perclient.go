@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,9 +12,28 @@ import (
 // its own connection, opened on first use and closed when it leaves or
 // idles.
 
+// OpenClient opens the own connection of a client whose session has just
+// initialized, as the server would be started for the client directly:
+// what it asks its client while it initializes (roots/list, which
+// server-everything asks for then) reaches r.Caller at once, not during
+// its first call. A connection already open is kept. ctx bounds the
+// opening.
+func (s *Server) OpenClient(ctx context.Context, r Request) error {
+	c, err := s.acquireClient(ctx, r.Client, r.Task, r.Features, r.Caller)
+	if err != nil {
+		return err
+	}
+	c.release()
+	return nil
+}
+
+// ownerKey carries, in the context of a per-client dial, the client the
+// connection is for (see openSession).
+type ownerKey struct{}
+
 // acquireClient returns the caller's own connection, opening it on first
-// use with the caller's features.
-func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f ClientFeatures) (*conn, error) {
+// use with the caller's features; owner is its client.
+func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f ClientFeatures, owner Caller) (*conn, error) {
 	for {
 		s.mu.Lock()
 		if s.state == StateStopped {
@@ -44,7 +64,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 		s.dialing[id] = wait
 		s.mu.Unlock()
 
-		c, err := s.dialFor(ctx, task, f)
+		c, err := s.dialFor(ctx, task, f, owner)
 		if err == nil {
 			s.applyLogLevel(ctx, c)
 		}
@@ -90,8 +110,11 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 // when the call does (its timeout, its client gone), not only at the
 // connect timeout, which may be far longer; the connection, once open,
 // lives on the server's context.
-func (s *Server) dialFor(call context.Context, task string, f ClientFeatures) (*conn, error) {
+func (s *Server) dialFor(call context.Context, task string, f ClientFeatures, owner Caller) (*conn, error) {
 	ctx, cancel := context.WithCancel(s.ctx)
+	if owner != nil {
+		ctx = context.WithValue(ctx, ownerKey{}, owner)
+	}
 	stop := context.AfterFunc(call, cancel)
 	c, err := s.dial(ctx, task, f)
 	if !stop() {
@@ -189,25 +212,50 @@ func (c *conn) refreshOwn() {
 		c.srv.log.Warn("listing the resources of a client's connection failed", "error", err)
 		return
 	}
+	listed := c.srv.listedURIs()
 	c.mu.Lock()
+	before := c.ownResources
 	c.ownResources = res
 	owner := c.owner
 	c.mu.Unlock()
-	if owner != nil {
+	// Only a change of what its client sees of it is news: a connection
+	// just opened, whose resources are the shared list's, is none (a
+	// client opened at its start would hear of a change it never saw).
+	if owner != nil && !slices.Equal(ownURIs(before, listed), ownURIs(res, listed)) {
 		owner.ResourcesChanged()
 	}
+}
+
+// listedURIs are the URIs of the resources the server lists on its shared
+// session.
+func (s *Server) listedURIs() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	listed := map[string]bool{}
+	for _, r := range s.features.Resources {
+		listed[r.URI] = true
+	}
+	return listed
+}
+
+// ownURIs are the URIs of rs not in listed, in order.
+func ownURIs(rs []*mcp.Resource, listed map[string]bool) []string {
+	var out []string
+	for _, r := range rs {
+		if !listed[r.URI] {
+			out = append(out, r.URI)
+		}
+	}
+	return out
 }
 
 // ClientResources are the resources the server lists on the own
 // connection of client id and not on its shared session (resources made
 // for the client's session); nil for none, or no such connection.
 func (s *Server) ClientResources(id ClientID) []*mcp.Resource {
+	listed := s.listedURIs()
 	s.mu.Lock()
 	c := s.clients[id]
-	listed := map[string]bool{}
-	for _, r := range s.features.Resources {
-		listed[r.URI] = true
-	}
 	s.mu.Unlock()
 	if c == nil {
 		return nil
