@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/stdioconn"
 )
 
 // offeredProtocol is the protocol version offered to srv for its config
@@ -175,7 +176,12 @@ func (srv *Server) openSession(ctx context.Context, task string, f ClientFeature
 	if err != nil {
 		return nil, err
 	}
-	child := &childTransport{CommandTransport: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, groups: srv.opts.Groups}
+	child := &childTransport{CommandTransport: &stdioconn.CommandTransport{Command: cmd, TerminateDuration: terminateGrace, Options: stdioconn.Options{
+		// A result up to max_result_bytes is read (and then cut to it);
+		// past the bound one call fails and the connection goes on.
+		MaxMessageBytes: int(max(int64(stdioconn.DefaultMaxMessageBytes), srv.maxResultBytes()+2*eventSlack)),
+		Logger:          srv.log,
+	}}, groups: srv.opts.Groups}
 	cs, err := client.Connect(ctx, c.tap(child, c.gate), sessOpts)
 	stderr.started()
 	if cmd.Process != nil {
