@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -522,5 +523,65 @@ func TestCommandTransport(t *testing.T) {
 	}
 	if err := c.Close(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Errorf("a child ignoring stdin and SIGTERM: Close returned %v, want it killed", err)
+	}
+}
+
+// BenchmarkCall is one tools/call of a go-sdk client to a go-sdk server
+// over OS pipes, each side on the go-sdk's stdio connection
+// (mcp.IOTransport) or on this package's, in both protocol eras; bytes
+// and allocations per call are both sides' together.
+func BenchmarkCall(b *testing.B) {
+	for _, conn := range []string{"sdk", "stdioconn"} {
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			for _, size := range []int{16, 8 << 10} {
+				b.Run(fmt.Sprintf("conn=%s/protocol=%s/result=%dB", conn, version, size), func(b *testing.B) {
+					benchCall(b, conn == "sdk", version, size)
+				})
+			}
+		}
+	}
+}
+
+func benchCall(b *testing.B, sdk bool, version string, size int) {
+	ctx := context.Background()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	text := strings.Repeat("x", size)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+	})
+	c2sR, c2sW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s2cR, s2cW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var st, ct mcp.Transport
+	if sdk {
+		st, ct = &mcp.IOTransport{Reader: c2sR, Writer: s2cW}, &mcp.IOTransport{Reader: s2cR, Writer: c2sW}
+	} else {
+		st = &IOTransport{Reader: c2sR, Writer: s2cW, Options: Options{Role: Server}}
+		ct = &IOTransport{Reader: s2cR, Writer: c2sW, Options: Options{Role: Client}}
+	}
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		b.Fatalf("negotiated %s", got)
+	}
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
 	}
 }
