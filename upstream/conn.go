@@ -193,7 +193,7 @@ func (srv *Server) openSession(ctx context.Context, task string, f ClientFeature
 		// sure nothing else of its process group survives.
 		c.endGroup(0)
 		if ctx.Err() != nil {
-			err = fmt.Errorf("no answer to initialize within %v (is it an MCP server on stdio? a program that prints to stdout before speaking MCP cannot be used): %w", srv.connectTimeout(), err)
+			err = fmt.Errorf("no answer to initialize within %v (is it an MCP server on stdio? lines it printed to stdout that are not JSON-RPC are logged as dropped): %w", srv.connectTimeout(), err)
 		}
 		// Connect's failed close has waited for the child, so its exit
 		// status is known.
