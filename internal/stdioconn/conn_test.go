@@ -292,10 +292,16 @@ const batchOfTwo = `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","
 // the initialize exchange, or the _meta of a 2026-07-28 request; each
 // request of the batch gets an error, and the connection goes on.
 func TestBatchRefused(t *testing.T) {
-	for _, how := range []string{"initialize 2025-06-18", "initialize 2025-11-25", "2026 request"} {
+	for _, how := range []string{"initialize 2025-06-18", "initialize 2025-11-25", "2026 request", "client side"} {
 		t.Run(how, func(t *testing.T) {
 			p := newPeer(t, Options{Role: Server})
 			switch how {
+			case "client side":
+				// The Conn sends initialize, and reads its answer.
+				p = newPeer(t, Options{Role: Client})
+				p.write(&jsonrpc.Request{ID: id(t, float64(0)), Method: "initialize", Params: json.RawMessage(`{"protocolVersion":"2025-11-25"}`)})
+				p.send(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}` + "\n")
+				p.readMsg()
 			case "2026 request":
 				p.send(`{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}` + "\n")
 				p.readMsg()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -23,15 +24,17 @@ const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 // Only the initialize exchange, and requests while no version is known,
 // are looked into.
 type protocol struct {
-	mu     sync.Mutex
-	v      string     // "" until learnt
-	initID jsonrpc.ID // of the initialize request seen, if any
+	v           atomic.Pointer[string] // nil until learnt
+	initPending atomic.Bool            // an initialize request awaits its answer
+	mu          sync.Mutex
+	initID      jsonrpc.ID // of that request
 }
 
 func (p *protocol) version() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.v
+	if v := p.v.Load(); v != nil {
+		return *v
+	}
+	return ""
 }
 
 func (p *protocol) sawMessage(msg jsonrpc.Message) {
@@ -41,23 +44,28 @@ func (p *protocol) sawMessage(msg jsonrpc.Message) {
 			p.mu.Lock()
 			p.initID = m.ID
 			p.mu.Unlock()
+			p.initPending.Store(true)
 			return
 		}
-		if bytes.Contains(m.Params, []byte(metaProtocolVersion)) && p.version() == "" {
+		if p.v.Load() == nil && bytes.Contains(m.Params, []byte(metaProtocolVersion)) {
 			var params struct {
 				Meta map[string]any `json:"_meta"`
 			}
 			if json.Unmarshal(m.Params, &params) == nil {
 				if v, ok := params.Meta[metaProtocolVersion].(string); ok {
-					p.set(v)
+					p.v.Store(&v)
 				}
 			}
 		}
 	case *jsonrpc.Response:
+		if !p.initPending.Load() {
+			return
+		}
 		p.mu.Lock()
-		isInit := p.initID.IsValid() && m.ID == p.initID
+		isInit := m.ID == p.initID
 		if isInit {
 			p.initID = jsonrpc.ID{}
+			p.initPending.Store(false)
 		}
 		p.mu.Unlock()
 		if isInit && m.Error == nil {
@@ -65,21 +73,16 @@ func (p *protocol) sawMessage(msg jsonrpc.Message) {
 				ProtocolVersion string `json:"protocolVersion"`
 			}
 			if json.Unmarshal(m.Result, &res) == nil && res.ProtocolVersion != "" {
-				p.set(res.ProtocolVersion)
+				p.v.Store(&res.ProtocolVersion)
 			}
 		}
 	}
 }
 
-func (p *protocol) set(v string) {
-	p.mu.Lock()
-	p.v = v
-	p.mu.Unlock()
-}
-
 // batches tracks the requests of incoming batches, whose answers go back
 // as one array once all are ready (JSON-RPC 2.0 §6), as the go-sdk does.
 type batches struct {
+	n       atomic.Int64 // len(pending): answers skip the lock while 0
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*batch
 }
@@ -122,12 +125,16 @@ func (bs *batches) add(msgs []jsonrpc.Message) error {
 	for id := range b.unresolved {
 		bs.pending[id] = b
 	}
+	bs.n.Store(int64(len(bs.pending)))
 	return nil
 }
 
 // answered records resp if it answers a request of a batch: inBatch says
 // whether it does, and all is the batch's answers once resp completed it.
 func (bs *batches) answered(resp *jsonrpc.Response) (all []*jsonrpc.Response, inBatch bool) {
+	if bs.n.Load() == 0 {
+		return nil, false
+	}
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	b, ok := bs.pending[resp.ID]
@@ -135,6 +142,7 @@ func (bs *batches) answered(resp *jsonrpc.Response) (all []*jsonrpc.Response, in
 		return nil, false
 	}
 	delete(bs.pending, resp.ID)
+	bs.n.Store(int64(len(bs.pending)))
 	b.answers[b.unresolved[resp.ID]] = resp
 	delete(b.unresolved, resp.ID)
 	if len(b.unresolved) > 0 {
