@@ -1,6 +1,7 @@
 package stdioconn
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -34,7 +35,18 @@ type oversize struct {
 const maxSniffedID = 256
 
 func (o *oversize) feed(p []byte) {
-	for _, b := range p {
+	for i := 0; i < len(p); i++ {
+		if o.inStr && !o.esc && !o.inKey && !o.capturing() {
+			// Inside a string nobody needs: on to its next quote or
+			// backslash at memchr speed (such strings are most of a
+			// large message).
+			j := stringSpan(p[i:])
+			if j < 0 {
+				return
+			}
+			i += j
+		}
+		b := p[i]
 		if o.inStr {
 			if o.capturing() {
 				o.keepID(b)
@@ -100,6 +112,19 @@ func (o *oversize) feed(p []byte) {
 			o.keepID(b)
 		}
 	}
+}
+
+// stringSpan is the index of the first quote or backslash in p, or -1.
+func stringSpan(p []byte) int {
+	q := bytes.IndexByte(p, '"')
+	end := q
+	if end < 0 {
+		end = len(p)
+	}
+	if b := bytes.IndexByte(p[:end], '\\'); b >= 0 {
+		return b
+	}
+	return q
 }
 
 func (o *oversize) capturing() bool { return o.inValue && o.cur == "id" && !o.idDone }
