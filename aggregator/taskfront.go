@@ -1,7 +1,6 @@
 package aggregator
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/internal/stdioconn"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -170,52 +170,27 @@ func liftElicitContent(msg map[string]json.RawMessage, m []byte) ([]byte, bool) 
 	return out, true
 }
 
-// liftReader lifts the fields of every line a stdio client sends: stdio
-// frames each message as one line.
-type liftReader struct {
-	in  *bufio.Reader
-	c   io.Closer
-	out []byte // lifted bytes not read yet
-	err error  // what ended the input
-	// cancelled hears of each request the client cancels
-	// (notifications/cancelled), whose answer must not reach it.
-	cancelled func(id json.RawMessage)
-}
-
-func newLiftReader(in io.ReadCloser, cancelled func(json.RawMessage)) *liftReader {
-	return &liftReader{in: bufio.NewReaderSize(in, 64<<10), c: in, cancelled: cancelled}
-}
-
-func (l *liftReader) Read(p []byte) (int, error) {
-	for len(l.out) == 0 {
-		if l.err != nil {
-			return 0, l.err
+// liftLine lifts the fields of a line a stdio client sends (stdio frames
+// each message as one line), and tells cancelled of each request the
+// client cancels (notifications/cancelled), whose answer must not reach
+// it.
+func liftLine(line []byte, cancelled func(id json.RawMessage)) []byte {
+	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+		var n struct {
+			Method string `json:"method"`
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
 		}
-		line, err := l.in.ReadBytes('\n')
-		l.err = err
-		body := bytes.TrimSuffix(line, []byte("\n"))
-		if l.cancelled != nil && bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
-			var n struct {
-				Method string `json:"method"`
-				Params struct {
-					RequestID json.RawMessage `json:"requestId"`
-				} `json:"params"`
-			}
-			if json.Unmarshal(body, &n) == nil && n.Method == "notifications/cancelled" && len(n.Params.RequestID) > 0 {
-				l.cancelled(n.Params.RequestID)
-			}
+		if json.Unmarshal(line, &n) == nil && n.Method == "notifications/cancelled" && len(n.Params.RequestID) > 0 {
+			cancelled(n.Params.RequestID)
 		}
-		if lifted, ok := liftPayload(body); ok {
-			line = append(lifted, line[len(body):]...)
-		}
-		l.out = line
 	}
-	n := copy(p, l.out)
-	l.out = l.out[n:]
-	return n, nil
+	if lifted, ok := liftPayload(line); ok {
+		return lifted
+	}
+	return line
 }
-
-func (l *liftReader) Close() error { return l.c.Close() }
 
 // stdioOut is stdout in stdio mode. The go-sdk writes each message as one
 // line with one Write; a notification of mcpmux's goes between them.
@@ -326,7 +301,11 @@ func (o *stdioOut) notify(msg []byte) bool {
 // with the seams above.
 func (a *Aggregator) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCloser, out io.Writer) error {
 	w := &stdioOut{w: out}
-	ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: newLiftReader(in, w.cancel), Writer: w}, nil)
+	ss, err := s.Connect(ctx, &stdioconn.IOTransport{Reader: in, Writer: w, Options: stdioconn.Options{
+		Role:    stdioconn.Server,
+		Logger:  a.log,
+		Rewrite: func(line []byte) []byte { return liftLine(line, w.cancel) },
+	}}, nil)
 	if err != nil {
 		return err
 	}

@@ -85,6 +85,9 @@ type server struct {
 	env   map[string]string // more environment
 	cmd   string            // command instead of the fixture
 	args  []string
+	// protocol pins the server's protocol (config key protocol:); ""
+	// leaves the default, auto.
+	protocol string
 }
 
 // configDir writes a fresh config dir with one tool file per server.
@@ -110,6 +113,9 @@ func (e *env) toolYAML(s server) []byte {
 	fmt.Fprintf(&b, "name: %s\ntool_command: %s\n", s.name, cmd)
 	if len(s.args) > 0 {
 		fmt.Fprintf(&b, "args: [%s]\n", strings.Join(quoteAll(s.args), ", "))
+	}
+	if s.protocol != "" {
+		fmt.Fprintf(&b, "protocol: %q\n", s.protocol)
 	}
 	if s.tools > 0 || len(s.env) > 0 {
 		b.WriteString("env:\n")

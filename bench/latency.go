@@ -36,6 +36,15 @@ func latency(ctx context.Context, e *env, o options) ([]row, error) {
 	stdioDirect := d.median()
 	rows = append(rows, ratioRow("Added latency per call, stdio: via mcpmux / direct", d, v, 2.0, "go run ./bench -only latency"))
 
+	// The same call through mcpmux, the fixture (its stdio child) pinned
+	// to each protocol era: what a 2026-07-28 connection costs per call
+	// against a 2025-11-25 one.
+	era, err := eraCost(ctx, e, rounds, batch)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, era)
+
 	// HTTP: client → fixture -http, and client → mcpmux --http → fixture
 	// (stdio child, as mcpmux is usually deployed).
 	fx, err := e.startFixtureHTTP()
@@ -113,4 +122,30 @@ func ratioRow(figure string, a, b samples, target float64, cmd string) row {
 		Command: cmd,
 		Note:    fmt.Sprintf("%d calls each, p99 ratio %.2f×", len(a), float64(b.p99())/float64(a.p99())),
 	}
+}
+
+// eraCost times the call through two mcpmux processes over stdio, whose
+// fixture (a go-sdk server, its stdio child) is pinned to 2025-11-25 in
+// one and to 2026-07-28 in the other, alternating; with each mcpmux's CPU
+// per call.
+func eraCost(ctx context.Context, e *env, rounds, batch int) (row, error) {
+	var via [2]*proc
+	for i, v := range []string{"2025-11-25", "2026-07-28"} {
+		p, err := e.startMuxStdio(ctx, newClient(nil), e.configDir(server{name: "fx", protocol: v}), e.muxEnv("latency-era-"+v)...)
+		if err != nil {
+			return row{}, err
+		}
+		defer p.stop()
+		via[i] = p
+	}
+	cpu0 := [2]time.Duration{cpuTime(via[0].pid()), cpuTime(via[1].pid())}
+	old, cur, err := alternate(ctx, rounds, batch, via[0].cs, "fx__echo", via[1].cs, "fx__echo")
+	if err != nil {
+		return row{}, err
+	}
+	calls := time.Duration(len(old) + 200) // with the warm-up
+	r := ratioRow("Per call through mcpmux over stdio, fixture speaking 2026-07-28 / 2025-11-25", old, cur, 1.1, "go run ./bench -only latency")
+	r.Note += fmt.Sprintf("; mcpmux CPU per call %s (2026) vs %s (2025)", ms((cpuTime(via[1].pid())-cpu0[1])/calls), ms((cpuTime(via[0].pid())-cpu0[0])/calls))
+	r.Target, r.Met = "", nil // measured, no target set
+	return r, nil
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/stdioconn"
 )
 
 // offeredProtocol is the protocol version offered to srv for its config
@@ -178,7 +179,12 @@ func (srv *Server) openSession(ctx context.Context, task string, f ClientFeature
 	if err != nil {
 		return nil, err
 	}
-	child := &childTransport{CommandTransport: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, groups: srv.opts.Groups}
+	child := &childTransport{CommandTransport: &stdioconn.CommandTransport{Command: cmd, TerminateDuration: terminateGrace, Options: stdioconn.Options{
+		// A result up to max_result_bytes is read (and then cut to it);
+		// past the bound one call fails and the connection goes on.
+		MaxMessageBytes: int(max(int64(stdioconn.DefaultMaxMessageBytes), srv.maxResultBytes()+2*eventSlack)),
+		Logger:          srv.log,
+	}}, groups: srv.opts.Groups}
 	cs, err := client.Connect(ctx, c.tap(child, c.gate), sessOpts)
 	stderr.started()
 	if cmd.Process != nil {
@@ -190,7 +196,7 @@ func (srv *Server) openSession(ctx context.Context, task string, f ClientFeature
 		// sure nothing else of its process group survives.
 		c.endGroup(0)
 		if ctx.Err() != nil {
-			err = fmt.Errorf("no answer to initialize within %v (is it an MCP server on stdio? a program that prints to stdout before speaking MCP cannot be used): %w", srv.connectTimeout(), err)
+			err = fmt.Errorf("no answer to initialize within %v (is it an MCP server on stdio? lines it printed to stdout that are not JSON-RPC are logged as dropped): %w", srv.connectTimeout(), err)
 		}
 		// Connect's failed close has waited for the child, so its exit
 		// status is known.

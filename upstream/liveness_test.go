@@ -19,12 +19,18 @@ import (
 // when run as a child by a test.
 const helperEnv = "MCPMUX_UPSTREAM_HELPER_SERVER"
 
+// helperBannerEnv makes the helper print its value to stdout first.
+const helperBannerEnv = "MCPMUX_UPSTREAM_HELPER_BANNER"
+
 // TestHelperStdioServer is not a test: run by a test as a child with
 // helperEnv set, it serves the tool wait, which answers when cancelled,
-// on stdio.
+// and big (see bigServer), on stdio.
 func TestHelperStdioServer(t *testing.T) {
 	if os.Getenv(helperEnv) == "" {
 		t.Skip("a child process of other tests")
+	}
+	if banner := os.Getenv(helperBannerEnv); banner != "" {
+		fmt.Println(banner) // a server that prints to stdout before speaking MCP
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "helper"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: map[string]any{"type": "object"}},
@@ -32,6 +38,7 @@ func TestHelperStdioServer(t *testing.T) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
+	bigServerTool(srv)
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 	os.Exit(0)
 }

@@ -6,13 +6,15 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/stdioconn"
 )
 
 // childTransport starts a stdio child: on the spawning thread, and told to
 // the group tracker as soon as it runs (before it has even answered
 // initialize, which may take the whole connect timeout).
 type childTransport struct {
-	*mcp.CommandTransport
+	*stdioconn.CommandTransport
 	groups GroupTracker // may be nil
 }
 
