@@ -205,9 +205,6 @@ func (a *Aggregator) rebuildLocked() {
 	running := map[string]bool{}
 	for _, s := range a.pool.Servers() {
 		running[s.Name()] = true
-		// Ahead of the first client that declares fewer capabilities
-		// than shared connections: see upstream.Server.ToolsFor.
-		s.PrefetchProbe()
 		f := s.Features()
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
 			Tools: f.Tools, ToolJSON: f.ToolJSON, Prompts: f.Prompts, PromptJSON: f.PromptJSON, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe})

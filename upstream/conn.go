@@ -108,19 +108,34 @@ func (srv *Server) dial(parent context.Context, task string, f ClientFeatures) (
 	// The context given to Connect must outlive dial: the SSE transport
 	// keeps its event stream on it. So the connect timeout is a timer that
 	// cancels it, stopped once connected, and close cancels it for good.
-	ctx, cancel := context.WithCancel(parent)
-	timer := time.AfterFunc(srv.connectTimeout(), cancel)
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := time.AfterFunc(srv.connectTimeout(), func() { cancel(errConnectTimeout) })
 	c, err := srv.connect(ctx, task, f)
 	if timedOut := !timer.Stop(); err == nil && timedOut {
 		c.close()
 		err = fmt.Errorf("no answer within %v", srv.connectTimeout())
 	}
 	if err != nil {
-		cancel()
+		cancel(nil)
 		return nil, err
 	}
-	c.cancel = cancel
+	c.cancel = func() { cancel(nil) }
 	return c, nil
+}
+
+// errConnectTimeout is the cause of a dial's context ended by the connect
+// timeout, as against one whose caller gave up (the server stopping, a
+// call ending): only the first is the server's fault.
+var errConnectTimeout = errors.New("connect timeout")
+
+// dialError describes a connection attempt that failed, err, after its
+// context ctx ended: the server did not answer in time, or whoever dialed
+// gave up (then it is no failure of the server's, and says so).
+func (srv *Server) dialError(ctx context.Context, err error, noAnswer string) error {
+	if context.Cause(ctx) == errConnectTimeout {
+		return fmt.Errorf("%s within %v: %w", noAnswer, srv.connectTimeout(), err)
+	}
+	return fmt.Errorf("given up before it answered (the server is stopping, or its caller went): %w", context.Cause(ctx))
 }
 
 // connect opens the session; ctx bounds the attempt and the connection.
@@ -187,7 +202,7 @@ func (srv *Server) openSession(ctx context.Context, task string, f ClientFeature
 		// sure nothing else of its process group survives.
 		c.endGroup(0)
 		if ctx.Err() != nil {
-			err = fmt.Errorf("no answer to initialize within %v (is it an MCP server on stdio? a program that prints to stdout before speaking MCP cannot be used): %w", srv.connectTimeout(), err)
+			err = srv.dialError(ctx, err, "no answer to initialize (is it an MCP server on stdio? a program that prints to stdout before speaking MCP cannot be used)")
 		}
 		// Connect's failed close has waited for the child, so its exit
 		// status is known.
@@ -248,7 +263,7 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		return cs, nil
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("connecting to %s: no answer within %v: %w", srv.cfg.URL, srv.connectTimeout(), err)
+		return nil, fmt.Errorf("connecting to %s: %w", srv.cfg.URL, srv.dialError(ctx, err, "no answer"))
 	}
 	if h != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", srv.cfg.URL, err)
