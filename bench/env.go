@@ -85,6 +85,7 @@ type server struct {
 	env   map[string]string // more environment
 	cmd   string            // command instead of the fixture
 	args  []string
+	yaml  string // more lines of the tool file
 }
 
 // configDir writes a fresh config dir with one tool file per server.
@@ -120,6 +121,7 @@ func (e *env) toolYAML(s server) []byte {
 			fmt.Fprintf(&b, "  %s: %q\n", k, v)
 		}
 	}
+	b.WriteString(s.yaml)
 	return b.Bytes()
 }
 
