@@ -344,20 +344,29 @@ type childStderr struct {
 	copied chan struct{} // closed when every writer has closed the pipe
 }
 
-// stderrChunk is how much of a child's stderr is read at once, and the
-// size asked for its pipe: a child that floods stderr costs mcpmux one read
-// per stderrChunk (the default pipe holds 64 KiB, and io.Copy reads 32).
-const stderrChunk = 256 << 10
+// stderrChunk is the most of a child's stderr read at once, and the size
+// asked for its pipe: a child that floods stderr costs mcpmux one read per
+// stderrChunk (the default pipe holds 64 KiB, and io.Copy reads 32).
+// stderrFirstChunk is the buffer a child starts with: most write a few
+// lines now and then, and 20 buffers of stderrChunk each were half of the
+// live heap of a 20-server mcpmux.
+const (
+	stderrChunk      = 256 << 10
+	stderrFirstChunk = 4 << 10
+)
 
 // drain reads the child's stderr into the line logger until every writer
-// has closed it.
+// has closed it. Its buffer doubles, up to stderrChunk, whenever a read
+// fills it (the child writes faster than it is read), and goes back to
+// stderrFirstChunk when a read takes less than that: a child that floods
+// only at times holds the big buffer only then.
 func (e *childStderr) drain(r *os.File) {
 	defer close(e.copied)
 	defer r.Close()
 	if rc, err := r.SyscallConn(); err == nil {
 		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, stderrChunk) }) // best effort
 	}
-	buf := make([]byte, stderrChunk)
+	buf := make([]byte, stderrFirstChunk)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -366,7 +375,20 @@ func (e *childStderr) drain(r *os.File) {
 		if err != nil {
 			return
 		}
+		buf = nextStderrBuffer(buf, n)
 	}
+}
+
+// nextStderrBuffer is the buffer of the read after one that read n bytes
+// into buf (see drain).
+func nextStderrBuffer(buf []byte, n int) []byte {
+	switch {
+	case n == len(buf) && len(buf) < stderrChunk:
+		return make([]byte, min(2*len(buf), stderrChunk))
+	case n < stderrFirstChunk && len(buf) > stderrFirstChunk:
+		return make([]byte, stderrFirstChunk)
+	}
+	return buf
 }
 
 // started closes mcpmux's copy of the child's end, so that the pipe ends
