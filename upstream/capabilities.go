@@ -260,6 +260,17 @@ func (s *Server) ToolsFor(ctx context.Context, f ClientFeatures) (map[string]boo
 	return pr.names, nil
 }
 
+// Prefetch asks, in the background, what the server lists to a client
+// with features f, unless it is known: when such a client has come, so
+// that its first tools/list finds the answer ready or under way. A server
+// that is not up is asked when it is (the caller calls again then).
+func (s *Server) Prefetch(f ClientFeatures) {
+	if f.ListsAll() {
+		return
+	}
+	go func() { _, _ = s.ToolsFor(s.ctx, f) }()
+}
+
 // listedAllToFewer reports whether a finished probe for features that f
 // has all of listed every tool.
 func (s *Server) listedAllToFewer(f ClientFeatures) bool {
