@@ -77,15 +77,64 @@ func buildConformanceClient(t *testing.T) string {
 	return conformanceClientBin
 }
 
+// The 2026-07-28 client scenarios of @modelcontextprotocol/conformance
+// 0.2.0-alpha.12 (conformance-2026 in package.json, `--spec-version
+// 2026-07-28`): the 2025-11-25 ones again, with the 2026 server, and the
+// new ones: per-request _meta, MRTR, the HTTP headers, JSON Schema, and the
+// authorization rules of 2026-07-28 (RFC 9207 iss, application_type,
+// authorization server binding and migration).
+var clientScenarios2026 = []string{
+	"tools_call", "request-metadata", "sep-2322-client-request-state", "http-standard-headers", "http-invalid-tool-headers",
+	"json-schema-ref-no-deref", "json-schema-2020-12-preservation",
+	"auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+	"auth/basic-cimd", "auth/pre-registration",
+	"auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported", "auth/scope-omitted-when-undefined",
+	"auth/scope-step-up", "auth/scope-retry-limit",
+	"auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
+	"auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
+	"auth/authorization-server-migration", "auth/metadata-issuer-mismatch",
+	"auth/iss-supported", "auth/iss-not-advertised", "auth/iss-supported-missing",
+	"auth/iss-wrong-issuer", "auth/iss-unexpected", "auth/iss-normalized",
+}
+
+// expectedClientFailures2026 are the other 2026-07-28 client scenarios,
+// each with why it fails.
+var expectedClientFailures2026 = map[string]string{
+	// The go-sdk adds Mcp-Param-* headers only to the tools/call of its
+	// own ClientSession.CallTool (the tool goes to the transport by an
+	// unexported context key); mcpmux sends tools/call as a raw request
+	// on the session's connection (upstream/raw.go).
+	"http-custom-headers": "mcpmux sends a server's tools/call itself, not through the go-sdk's CallTool, and adds no Mcp-Param-* headers for x-mcp-header arguments",
+}
+
+// clientSuite is one version of the suite's client half.
+type clientSuite struct {
+	cli       string
+	args      []string // after the command and scenario
+	scenarios []string
+	failures  map[string]string
+}
+
+// clientSuite2025 and clientSuite2026 are the two suites; functions, as
+// nodeBin is known only once TestMain has run.
+func clientSuite2025() clientSuite {
+	return clientSuite{cli: conformanceCLI2025(), scenarios: clientScenarios, failures: expectedClientFailures}
+}
+
+func clientSuite2026() clientSuite {
+	return clientSuite{cli: conformanceCLI2026(), args: []string{"--spec-version", "2026-07-28"},
+		scenarios: clientScenarios2026, failures: expectedClientFailures2026}
+}
+
 // runClientScenario runs one client scenario and returns its checks and
 // the suite's output.
-func runClientScenario(t *testing.T, client, scenario string) ([]conformanceCheck, string) {
+func runClientScenario(t *testing.T, suite clientSuite, client, scenario string) ([]conformanceCheck, string) {
 	t.Helper()
 	conformanceSem <- struct{}{}
 	defer func() { <-conformanceSem }()
 	out := t.TempDir()
-	cmd := exec.CommandContext(testContext(t), filepath.Join(nodeBin, "node"), conformanceCLI2025(),
-		"client", "--command", client, "--scenario", scenario, "-o", out)
+	args := append([]string{suite.cli, "client", "--command", client, "--scenario", scenario, "-o", out}, suite.args...)
+	cmd := exec.CommandContext(testContext(t), filepath.Join(nodeBin, "node"), args...)
 	log, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) {
@@ -108,11 +157,24 @@ func runClientScenario(t *testing.T, client, scenario string) ([]conformanceChec
 
 func TestConformanceClient(t *testing.T) {
 	t.Parallel()
+	testClientSuite(t, clientSuite2025())
+}
+
+func TestConformanceClient2026(t *testing.T) {
+	t.Parallel()
+	testClientSuite(t, clientSuite2026())
+}
+
+// testClientSuite runs every client scenario of suite through the
+// conformance client: each expected to pass without a failure or a
+// warning, each expected to fail still failing.
+func testClientSuite(t *testing.T, suite clientSuite) {
 	client := buildConformanceClient(t)
 
 	// Every client scenario of the pinned suite is in one list or the
 	// other, so that a new version's scenarios are not skipped unseen.
-	listed, err := exec.CommandContext(testContext(t), filepath.Join(nodeBin, "node"), conformanceCLI2025(), "list").Output()
+	listArgs := append([]string{suite.cli, "list", "--client"}, suite.args...)
+	listed, err := exec.CommandContext(testContext(t), filepath.Join(nodeBin, "node"), listArgs...).Output()
 	if err != nil {
 		t.Fatalf("conformance list: %v", err)
 	}
@@ -124,18 +186,18 @@ func TestConformanceClient(t *testing.T) {
 			continue
 		}
 		n++
-		if _, expected := expectedClientFailures[name]; !expected && !slices.Contains(clientScenarios, name) {
-			t.Errorf("client scenario %s is in neither clientScenarios nor expectedClientFailures", name)
+		if _, expected := suite.failures[name]; !expected && !slices.Contains(suite.scenarios, name) {
+			t.Errorf("client scenario %s is in neither the scenarios to pass nor the expected failures", name)
 		}
 	}
-	if want := len(clientScenarios) + len(expectedClientFailures); n != want {
+	if want := len(suite.scenarios) + len(suite.failures); n != want {
 		t.Errorf("conformance list shows %d client scenarios, the lists here %d", n, want)
 	}
 
-	for _, scenario := range clientScenarios {
+	for _, scenario := range suite.scenarios {
 		t.Run(scenario, func(t *testing.T) {
 			t.Parallel()
-			checks, log := runClientScenario(t, client, scenario)
+			checks, log := runClientScenario(t, suite, client, scenario)
 			if len(checks) == 0 {
 				t.Fatalf("no checks:\n%s", log)
 			}
@@ -149,12 +211,12 @@ func TestConformanceClient(t *testing.T) {
 			}
 		})
 	}
-	for scenario, why := range expectedClientFailures {
+	for scenario, why := range suite.failures {
 		t.Run(scenario, func(t *testing.T) {
 			t.Parallel()
-			checks, _ := runClientScenario(t, client, scenario)
+			checks, _ := runClientScenario(t, suite, client, scenario)
 			if len(failures(checks)) == 0 {
-				t.Errorf("passes now, though expected to fail (%s): move it to clientScenarios", why)
+				t.Errorf("passes now, though expected to fail (%s): move it to the scenarios to pass", why)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,9 +93,14 @@ type codeHandler struct {
 
 	authorized atomic.Bool // a login's flow has stored tokens
 
-	flow sync.Mutex // one flow at a time; guards sdk and recv
+	flow sync.Mutex // one flow at a time; guards the fields below
 	sdk  *auth.AuthorizationCodeHandler
 	recv *receiver
+	// issuer is the authorization server sdk was made for; a login
+	// registers a new client when registers is set (dynamic client
+	// registration), and stores it for issuer once it has tokens.
+	issuer    string
+	registers bool
 }
 
 var _ Handler = (*codeHandler)(nil)
@@ -116,6 +122,12 @@ func (h *codeHandler) Authorize(ctx context.Context, req *http.Request, resp *ht
 		discard(resp)
 		return nil
 	}
+	if resp.StatusCode == http.StatusUnauthorized && !h.login() {
+		if moved := h.moved(ctx, challenges); moved != "" {
+			discard(resp)
+			return &NeedsLoginError{Server: h.srv.Name, Reason: moved}
+		}
+	}
 	if resp.StatusCode == http.StatusUnauthorized && (!h.login() || h.authorized.Load()) && h.entry.retry(h.srv.URL, bearer(req)) {
 		discard(resp)
 		return nil
@@ -123,7 +135,7 @@ func (h *codeHandler) Authorize(ctx context.Context, req *http.Request, resp *ht
 	if h.login() {
 		h.flow.Lock()
 		defer h.flow.Unlock()
-		sdk, err := h.sdkHandler()
+		sdk, err := h.sdkHandler(ctx, challenges)
 		if err != nil {
 			discard(resp)
 			return err
@@ -149,35 +161,111 @@ func (h *codeHandler) Authorize(ctx context.Context, req *http.Request, resp *ht
 	return &NeedsLoginError{Server: h.srv.Name, Reason: h.entry.why(h.srv.URL)}
 }
 
-// sdkHandler returns the go-sdk's authorization code handler of a login,
-// with its loopback listener. h.flow must be held.
-func (h *codeHandler) sdkHandler() (*auth.AuthorizationCodeHandler, error) {
-	if h.sdk != nil {
-		return h.sdk, nil
+// moved says how the server's authorization server is no longer the one
+// that issued the stored tokens, or "": their access token is not sent
+// again, nor their refresh token spent, once the server names another
+// one (checked when the server refuses a token, so it costs nothing
+// otherwise).
+func (h *codeHandler) moved(ctx context.Context, challenges []oauthex.Challenge) string {
+	h.entry.mu.Lock()
+	rec := h.entry.load()
+	h.entry.mu.Unlock()
+	if rec == nil || rec.Issuer == "" || rec.URL != h.srv.URL {
+		return ""
 	}
-	a := h.srv.Auth
-	recv, err := listen(a.RedirectPort)
+	asm, err := discover(ctx, h, challenges)
+	if err != nil || asm.Issuer == rec.Issuer {
+		return ""
+	}
+	return fmt.Sprintf("the server's authorization server is now %s, and the stored tokens are from %s", asm.Issuer, rec.Issuer)
+}
+
+// sdkHandler returns the go-sdk's authorization code handler of a login,
+// with its loopback listener, for the authorization server the MCP server
+// names now: a login that meets another one than before (a step-up after
+// the server moved) starts over with a new handler. h.flow must be held.
+func (h *codeHandler) sdkHandler(ctx context.Context, challenges []oauthex.Challenge) (*auth.AuthorizationCodeHandler, error) {
+	asm, err := discover(ctx, h, challenges)
 	if err != nil {
 		return nil, err
 	}
+	if h.sdk != nil && h.issuer == asm.Issuer {
+		return h.sdk, nil
+	}
+	if h.recv != nil {
+		h.recv.close()
+		h.sdk, h.recv = nil, nil
+	}
+	a := h.srv.Auth
+	if a.ClientID != "" {
+		// Pre-registered credentials belong to one authorization server:
+		// say so rather than offer them to another.
+		h.entry.mu.Lock()
+		rec := h.entry.load()
+		h.entry.mu.Unlock()
+		if rec != nil && rec.ClientID == a.ClientID && rec.Issuer != "" && rec.Issuer != asm.Issuer {
+			file := h.srv.File
+			if file == "" {
+				file = "its tool file"
+			}
+			return nil, fmt.Errorf("client_id %q was registered with the authorization server %s, but the server now names %s: "+
+				"set auth.client_id (and client_secret) of %s to a client of %s, or remove them to register dynamically", a.ClientID, rec.Issuer, asm.Issuer, file, asm.Issuer)
+		}
+	}
+	cimd := a.ClientMetadataURL != "" && asm.ClientIDMetadataDocumentSupported
+	var reg *registration
+	if a.ClientID == "" && !cimd {
+		reg = h.entry.store.registration(asm.Issuer)
+	}
+	// A stored registration is for its redirect URI: receive the redirect
+	// there, or register again where that port is taken.
+	port := a.RedirectPort
+	if port == 0 && reg != nil {
+		port = reg.port()
+	}
+	recv, err := listen(port)
+	if err != nil && reg != nil && a.RedirectPort == 0 {
+		recv, err = listen(0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if reg != nil && !slices.Contains(reg.RedirectURIs, recv.url) {
+		reg = nil
+	}
+	recv.expect(asm.Issuer, asm.AuthorizationResponseIssParameterSupported)
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              recv.url,
 		AuthorizationCodeFetcher: h.fetchCode,
 		// Refresh tokens are what lets a server stay usable for weeks
 		// after one login; they are kept 0600, never logged.
 		RequestRefreshToken: true,
-		Client:              h.hc,
-		NewTokenSource:      h.keep,
+		// MCP 2026-07-28 compares an iss that an authorization server
+		// sends without advertising it, and goes on when it matches
+		// (RFC 9207 §2.4, local policy); a mismatch is refused either way.
+		AcceptUnadvertisedIss: true,
+		Client:                h.hc,
+		NewTokenSource:        h.keep,
 	}
 	if a.ClientMetadataURL != "" {
 		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: a.ClientMetadataURL}
 	}
-	if a.ClientID != "" {
+	switch {
+	case a.ClientID != "":
 		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: a.ClientID}
 		if a.ClientSecret != "" {
 			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: a.ClientSecret}
 		}
-	} else {
+	case reg != nil:
+		// The client registered at this issuer before (by this server or
+		// another one behind the same authorization server).
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: reg.ClientID, Issuer: reg.Issuer}
+		if reg.ClientSecret != "" {
+			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: reg.ClientSecret}
+		}
+	default:
+		// application_type is left to the go-sdk, which sends "native"
+		// for a loopback redirect URI, as MCP 2026-07-28 asks of a CLI.
 		cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			RedirectURIs:  []string{recv.url},
 			ClientName:    "mcpmux",
@@ -194,7 +282,8 @@ func (h *codeHandler) sdkHandler() (*auth.AuthorizationCodeHandler, error) {
 		recv.close()
 		return nil, fmt.Errorf("configuring the authorization code flow: %w", err)
 	}
-	h.sdk, h.recv = sdk, recv
+	h.sdk, h.recv, h.issuer = sdk, recv, asm.Issuer
+	h.registers = a.ClientID == "" && reg == nil && !cimd
 	return sdk, nil
 }
 
@@ -213,7 +302,7 @@ func (h *codeHandler) fetchCode(ctx context.Context, args *auth.AuthorizationArg
 // the store's token source.
 func (h *codeHandler) keep(_ context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 	rec := &record{
-		Server: h.srv.Name, URL: h.srv.URL,
+		Server: h.srv.Name, URL: h.srv.URL, Issuer: h.issuer,
 		TokenURL: c.Endpoint.TokenURL, AuthStyle: c.Endpoint.AuthStyle,
 		ClientID: c.ClientID, ClientSecret: c.ClientSecret,
 		Scopes: c.Scopes, Token: tok, Obtained: time.Now(),
@@ -230,6 +319,13 @@ func (h *codeHandler) keep(_ context.Context, c *oauth2.Config, tok *oauth2.Toke
 	h.entry.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	if h.registers {
+		reg := &registration{Issuer: h.issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret, RedirectURIs: []string{h.recv.url}, Registered: time.Now()}
+		if err := h.entry.store.saveRegistration(reg); err != nil {
+			// The login worked; the next one registers again.
+			h.entry.store.log.Warn("the client registration could not be stored", "issuer", h.issuer, "error", err)
+		}
 	}
 	h.authorized.Store(true)
 	return h.source, nil

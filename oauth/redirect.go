@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -18,6 +19,37 @@ type receiver struct {
 	url     string // the redirect URI: http://127.0.0.1:PORT/callback
 	srv     *http.Server
 	results chan redirectResult
+
+	mu        sync.Mutex
+	issuer    string // the authorization server's, whose responses count
+	issNeeded bool   // it advertises authorization_response_iss_parameter_supported
+}
+
+// expect makes the receiver take only responses of the authorization
+// server issuer (RFC 9207, as MCP 2026-07-28 asks): a response whose iss
+// is another one, or that lacks the iss the server advertises, is refused
+// before anything in it is used or shown, errors included.
+func (r *receiver) expect(issuer string, issNeeded bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.issuer, r.issNeeded = issuer, issNeeded
+}
+
+// foreign says why an authorization response with iss is not the
+// expected authorization server's, or "". The comparison is exact: no
+// normalization of case, port, slash or encoding (MCP 2026-07-28).
+func (r *receiver) foreign(iss string, has bool) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.issuer == "":
+		return ""
+	case has && iss != r.issuer:
+		return fmt.Sprintf("the authorization response names the issuer %q, not %q, the authorization server mcpmux asked; it may come from another server (a mix-up attack, RFC 9207), so it was refused", iss, r.issuer)
+	case !has && r.issNeeded:
+		return fmt.Sprintf("the authorization response has no iss, though the authorization server %s says it sends one (RFC 9207); it was refused", r.issuer)
+	}
+	return ""
 }
 
 type redirectResult struct {
@@ -51,6 +83,11 @@ func (r *receiver) callback(w http.ResponseWriter, req *http.Request) {
 	q := req.URL.Query()
 	var res redirectResult
 	switch {
+	case q.Get("error") == "" && q.Get("code") == "":
+	case r.foreign(q.Get("iss"), q.Has("iss")) != "":
+		// Checked before the error too: a foreign server's error is
+		// neither acted on nor shown.
+		res.err = errors.New(r.foreign(q.Get("iss"), q.Has("iss")))
 	case q.Get("error") != "":
 		res.err = fmt.Errorf("the authorization server refused: %s", q.Get("error"))
 		if d := q.Get("error_description"); d != "" {
@@ -58,7 +95,8 @@ func (r *receiver) callback(w http.ResponseWriter, req *http.Request) {
 		}
 	case q.Get("code") != "":
 		res.res = &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}
-	default:
+	}
+	if res.res == nil && res.err == nil {
 		http.Error(w, "mcpmux: this address only takes an authorization server's redirect", http.StatusBadRequest)
 		return
 	}

@@ -252,9 +252,19 @@ func (s *Store) write(server string, rec *record) (stamp, error) {
 	if err != nil {
 		return stamp{}, err
 	}
-	f, err := os.CreateTemp(s.dir, "."+server+".*.tmp") // 0600
-	if err != nil {
+	if err := writePrivate(s.dir, server, s.Path(server), data); err != nil {
 		return stamp{}, fmt.Errorf("writing the tokens of %s: %w", server, err)
+	}
+	return stampOf(s.Path(server))
+}
+
+// writePrivate writes data to path as a new 0600 file in dir (named
+// after stem) renamed over the old one, so that a reader never sees half a
+// file.
+func writePrivate(dir, stem, path string, data []byte) error {
+	f, err := os.CreateTemp(dir, "."+stem+".*.tmp") // 0600
+	if err != nil {
+		return err
 	}
 	_, err = f.Write(append(data, '\n'))
 	if err == nil {
@@ -264,13 +274,12 @@ func (s *Store) write(server string, rec *record) (stamp, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), s.Path(server))
+		err = os.Rename(f.Name(), path)
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())
-		return stamp{}, fmt.Errorf("writing the tokens of %s: %w", server, err)
 	}
-	return stampOf(s.Path(server))
+	return err
 }
 
 func (s *Store) lockPath(server string) string { return filepath.Join(s.dir, server+".lock") }

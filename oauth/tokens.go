@@ -15,8 +15,11 @@ import (
 // takes (the client the authorization server registered, its token
 // endpoint), for the server's URL.
 type record struct {
-	Server       string           `json:"server"`
-	URL          string           `json:"url"` // the MCP endpoint the tokens were issued for
+	Server string `json:"server"`
+	URL    string `json:"url"` // the MCP endpoint the tokens were issued for
+	// Issuer is the authorization server that issued the tokens and
+	// registered the client (empty in files of older versions).
+	Issuer       string           `json:"issuer,omitempty"`
 	TokenURL     string           `json:"token_url"`
 	ClientID     string           `json:"client_id"`
 	ClientSecret string           `json:"client_secret,omitempty"`

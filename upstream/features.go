@@ -98,9 +98,16 @@ func listFeatures(ctx context.Context, c *conn) (Features, error) {
 // listed.
 func listTools(ctx context.Context, c *conn) ([]*mcp.Tool, map[string]json.RawMessage, error) {
 	tools, raw, err := listRaw[listedTool](ctx, c, "tools/list", "tools", func(t *listedTool) string { return t.Name })
-	out := make([]*mcp.Tool, len(tools))
-	for i, t := range tools {
-		out[i] = t.tool()
+	out := make([]*mcp.Tool, 0, len(tools))
+	for _, t := range tools {
+		if herr := paramHeaderError(t.InputSchema); herr != nil {
+			// Left out, as MCP 2026-07-28 asks of a client: its calls
+			// could not carry the headers the server expects.
+			c.srv.log.Warn("leaving out a tool whose x-mcp-header annotations are invalid", "tool", t.Name, "error", herr)
+			delete(raw, t.Name)
+			continue
+		}
+		out = append(out, t.tool())
 	}
 	return out, raw, err
 }

@@ -73,7 +73,8 @@ func run() error {
 	if strings.HasPrefix(scenario, "auth/") {
 		call, known = &mcp.CallToolParams{Name: "test-tool", Arguments: map[string]any{}}, true
 	}
-	if !known {
+	act, acts := actions[scenario]
+	if !known && !acts {
 		return fmt.Errorf("unknown scenario %q", scenario)
 	}
 
@@ -101,19 +102,111 @@ func run() error {
 	if st := srv.Status(); st.State != upstream.StateUp {
 		return fmt.Errorf("the server did not come up: %s: %s", st.State, st.Error)
 	}
+	if acts {
+		return act(ctx, srv, scenarioData)
+	}
 	if call == nil {
 		return nil
 	}
-	res, err := srv.CallTool(ctx, upstream.CallParams{
-		Request: upstream.Request{Client: "conformance", Caller: caller{}, Features: upstream.AllFeatures},
-		Params:  call,
-	})
+	return callTool(ctx, srv, call)
+}
+
+// request is on whose behalf the scenario's requests go: a client with
+// every capability.
+var request = upstream.Request{Client: "conformance", Caller: caller{}, Features: upstream.AllFeatures}
+
+// callTool calls a tool of srv as a client of mcpmux would and prints the
+// result.
+func callTool(ctx context.Context, srv *upstream.Server, call *mcp.CallToolParams) error {
+	res, err := srv.CallTool(ctx, upstream.CallParams{Request: request, Params: call})
 	if err != nil {
 		return fmt.Errorf("calling %s: %w", call.Name, err)
 	}
 	out, _ := json.Marshal(res)
 	fmt.Printf("%s: %s\n", call.Name, out)
 	return nil
+}
+
+// actions are what the 2026-07-28 client scenarios wait for, once the
+// server is up (connected and listed, which is all that request-metadata
+// and json-schema-ref-no-deref look at).
+var actions = map[string]func(context.Context, *upstream.Server, map[string]any) error{
+	"request-metadata":         func(context.Context, *upstream.Server, map[string]any) error { return nil },
+	"json-schema-ref-no-deref": func(context.Context, *upstream.Server, map[string]any) error { return nil },
+	// MRTR: two tools ask for input, one between them must carry none of
+	// it, one answers without a resultType.
+	"sep-2322-client-request-state": func(ctx context.Context, srv *upstream.Server, _ map[string]any) error {
+		for _, name := range []string{"test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state", "test_mrtr_no_result_type"} {
+			if err := callTool(ctx, srv, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	// Every method, to show its Mcp-Method (and Mcp-Name) header.
+	"http-standard-headers": func(ctx context.Context, srv *upstream.Server, _ map[string]any) error {
+		f := srv.Features()
+		for _, t := range f.Tools {
+			if err := callTool(ctx, srv, &mcp.CallToolParams{Name: t.Name, Arguments: map[string]any{}}); err != nil {
+				return err
+			}
+		}
+		for _, r := range f.Resources {
+			if _, err := srv.ReadResource(ctx, request, &mcp.ReadResourceParams{URI: r.URI}); err != nil {
+				return fmt.Errorf("reading %s: %w", r.URI, err)
+			}
+		}
+		for _, p := range f.Prompts {
+			if _, err := srv.GetPrompt(ctx, request, &mcp.GetPromptParams{Name: p.Name}); err != nil {
+				return fmt.Errorf("getting prompt %s: %w", p.Name, err)
+			}
+		}
+		return nil
+	},
+	// The calls the scenario names, whose x-mcp-header arguments must
+	// show as Mcp-Param-* headers.
+	"http-custom-headers": func(ctx context.Context, srv *upstream.Server, data map[string]any) error {
+		calls, _ := data["toolCalls"].([]any)
+		if len(calls) == 0 {
+			return errors.New("http-custom-headers: no toolCalls in the scenario's context")
+		}
+		for _, c := range calls {
+			b, _ := json.Marshal(c)
+			var call mcp.CallToolParams
+			if err := json.Unmarshal(b, &call); err != nil {
+				return fmt.Errorf("a tool call of the scenario's context: %w", err)
+			}
+			if err := callTool(ctx, srv, &call); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	// Every tool mcpmux kept: those with an invalid x-mcp-header must not
+	// be among them.
+	"http-invalid-tool-headers": func(ctx context.Context, srv *upstream.Server, _ map[string]any) error {
+		for _, t := range srv.Tools() {
+			if err := callTool(ctx, srv, &mcp.CallToolParams{Name: t.Name, Arguments: map[string]any{"region": "us-west1"}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	// The focal tool's inputSchema, as mcpmux lists it to its clients,
+	// echoed back: every JSON Schema 2020-12 keyword must have survived.
+	"json-schema-2020-12-preservation": func(ctx context.Context, srv *upstream.Server, _ map[string]any) error {
+		raw, ok := srv.Features().ToolJSON["json_schema_2020_12_tool"]
+		if !ok {
+			return errors.New("json_schema_2020_12_tool is not listed")
+		}
+		var tool struct {
+			InputSchema map[string]any `json:"inputSchema"`
+		}
+		if err := json.Unmarshal(raw, &tool); err != nil {
+			return err
+		}
+		return callTool(ctx, srv, &mcp.CallToolParams{Name: "json_schema_echo", Arguments: map[string]any{"schema": tool.InputSchema}})
+	},
 }
 
 // toolFile is the scenario's server as a user would configure it, read by

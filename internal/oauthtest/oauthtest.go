@@ -43,7 +43,26 @@ type Options struct {
 	// NoRegistration leaves dynamic client registration out: only
 	// pre-registered clients can log in.
 	NoRegistration bool
+	// AdvertiseIss sets authorization_response_iss_parameter_supported
+	// in the metadata (RFC 9207).
+	AdvertiseIss bool
+	// Iss is the iss the authorization responses carry: IssNone (the
+	// default), IssOwn, or any other string as it is.
+	Iss string
+	// ClientMetadataURL, if set, makes the server support client ID
+	// metadata documents, and take this one as a client (with any
+	// loopback redirect URI) without fetching it.
+	ClientMetadataURL string
+	// Deny makes every authorization request end in an error response
+	// (access_denied) with Deny as its error_description.
+	Deny string
 }
+
+// Values of Options.Iss.
+const (
+	IssNone = ""
+	IssOwn  = "\x00own" // the server's issuer
+)
 
 // Server is the authorization server.
 type Server struct {
@@ -57,6 +76,7 @@ type Server struct {
 	access  map[string]*grant // access token → its grant
 	refresh map[string]*grant // refresh token → its grant
 	counts  map[string]int    // token requests answered with a token, by grant type
+	regs    []oauthex.ClientRegistrationMetadata
 }
 
 type client struct {
@@ -84,6 +104,9 @@ func NewServer(t testing.TB, opts Options) *Server {
 	for id, secret := range opts.Clients {
 		s.clients[id] = &client{secret: secret}
 	}
+	if opts.ClientMetadataURL != "" {
+		s.clients[opts.ClientMetadataURL] = &client{}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
 	mux.HandleFunc("POST /register", s.register)
@@ -101,15 +124,17 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 		registration = ""
 	}
 	writeJSON(w, http.StatusOK, &oauthex.AuthServerMeta{
-		Issuer:                            s.URL,
-		AuthorizationEndpoint:             s.URL + "/authorize",
-		TokenEndpoint:                     s.URL + "/token",
-		RegistrationEndpoint:              registration,
-		ScopesSupported:                   s.opts.Scopes,
-		ResponseTypesSupported:            []string{"code"},
-		GrantTypesSupported:               []string{"authorization_code", "refresh_token", "client_credentials"},
-		TokenEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post", "none"},
-		CodeChallengeMethodsSupported:     []string{"S256"},
+		Issuer:                                     s.URL,
+		AuthorizationEndpoint:                      s.URL + "/authorize",
+		TokenEndpoint:                              s.URL + "/token",
+		RegistrationEndpoint:                       registration,
+		ScopesSupported:                            s.opts.Scopes,
+		ResponseTypesSupported:                     []string{"code"},
+		GrantTypesSupported:                        []string{"authorization_code", "refresh_token", "client_credentials"},
+		TokenEndpointAuthMethodsSupported:          []string{"client_secret_basic", "client_secret_post", "none"},
+		CodeChallengeMethodsSupported:              []string{"S256"},
+		AuthorizationResponseIssParameterSupported: s.opts.AdvertiseIss,
+		ClientIDMetadataDocumentSupported:          s.opts.ClientMetadataURL != "",
 	})
 }
 
@@ -129,6 +154,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.clients[id] = &client{secret: secret, redirect: meta.RedirectURIs}
+	s.regs = append(s.regs, meta)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"client_id": id, "client_secret": secret, "redirect_uris": meta.RedirectURIs, "token_endpoint_auth_method": method,
@@ -159,12 +185,30 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "redirect_uri must be loopback", http.StatusBadRequest)
 		return
 	}
+	v := u.Query()
+	s.mu.Lock()
+	iss := s.opts.Iss
+	s.mu.Unlock()
+	switch iss {
+	case IssNone:
+	case IssOwn:
+		v.Set("iss", s.URL)
+	default:
+		v.Set("iss", iss)
+	}
+	if s.opts.Deny != "" {
+		v.Set("error", "access_denied")
+		v.Set("error_description", s.opts.Deny)
+		v.Set("state", q.Get("state"))
+		u.RawQuery = v.Encode()
+		http.Redirect(w, r, u.String(), http.StatusFound)
+		return
+	}
 	code := "code-" + random()
 	s.mu.Lock()
 	s.codes[code] = &grant{client: q.Get("client_id"), scopes: strings.Fields(q.Get("scope")), resource: q.Get("resource"),
 		challenge: q.Get("code_challenge"), redirect: redirect, expires: time.Now().Add(time.Minute)}
 	s.mu.Unlock()
-	v := u.Query()
 	v.Set("code", code)
 	v.Set("state", q.Get("state"))
 	u.RawQuery = v.Encode()
@@ -300,8 +344,24 @@ func (s *Server) Grants(kind string) int {
 	return s.counts[kind]
 }
 
+// SetIss sets Options.Iss.
+func (s *Server) SetIss(iss string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.Iss = iss
+}
+
+// Registrations are the client metadata of every dynamic client
+// registration so far.
+func (s *Server) Registrations() []oauthex.ClientRegistrationMetadata {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.regs)
+}
+
 // Follow does what a person's browser does with an authorization URL:
-// get it and follow the redirect to the client's loopback address.
+// get it and follow the redirect to the client's loopback address. It
+// fails only if the authorization server does not redirect.
 func Follow(ctx context.Context, authURL string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
 	if err != nil {
@@ -312,7 +372,9 @@ func Follow(ctx context.Context, authURL string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	// The client's own page (its redirect URI) may say the authorization
+	// failed: the client reports that itself.
+	if resp.StatusCode != http.StatusOK && resp.Request.URL.Host == req.URL.Host {
 		return fmt.Errorf("following the authorization URL: %s", resp.Status)
 	}
 	return nil
