@@ -63,6 +63,13 @@ type Options struct {
 
 // Aggregator serves the merged catalog of a pool.
 type Aggregator struct {
+	// seen are the capability sets of the clients that have come and
+	// declared fewer than shared connections: what each server lists to
+	// them is asked when they come, and of servers that come up later
+	// (see clientCame).
+	seenMu sync.Mutex
+	seen   map[upstream.ClientFeatures]bool
+
 	log         *slog.Logger
 	mask        *logs.Masker // secrets of the config, hidden in what clients see
 	pool        *upstream.Pool
@@ -214,9 +221,9 @@ func (a *Aggregator) rebuildLocked() {
 	running := map[string]bool{}
 	for _, s := range a.pool.Servers() {
 		running[s.Name()] = true
-		// Ahead of the first client that declares fewer capabilities
-		// than shared connections: see upstream.Server.ToolsFor.
-		s.PrefetchProbe()
+		for _, f := range a.featureSets() {
+			s.Prefetch(f) // for a server come up since those clients came
+		}
 		f := s.Features()
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
 			Tools: f.Tools, ToolJSON: f.ToolJSON, Prompts: f.Prompts, PromptJSON: f.PromptJSON, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe, Tasks: f.Tasks})

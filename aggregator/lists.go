@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/mcpmux/mcpmux/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -276,6 +277,43 @@ func (a *Aggregator) sessionTools(ctx context.Context, v *view, ss *mcp.ServerSe
 			continue
 		}
 		out = append(out, e)
+	}
+	return out
+}
+
+// clientCame notes the capabilities f of a client that has initialized
+// and, the first time a client with f comes, asks every server what it
+// lists to such a client, in the background: its first tools/list, a
+// round trip later, then waits less or not at all. Nothing is asked
+// ahead of a client (a server starts once; see upstream.Server.ToolsFor).
+func (a *Aggregator) clientCame(f upstream.ClientFeatures) {
+	if f.ListsAll() {
+		return
+	}
+	a.seenMu.Lock()
+	known := a.seen[f]
+	if !known {
+		if a.seen == nil {
+			a.seen = map[upstream.ClientFeatures]bool{}
+		}
+		a.seen[f] = true // at most 2^7 sets: the features are 7 booleans
+	}
+	a.seenMu.Unlock()
+	if known {
+		return
+	}
+	for _, s := range a.pool.Servers() {
+		s.Prefetch(f)
+	}
+}
+
+// featureSets are the capability sets clientCame has seen.
+func (a *Aggregator) featureSets() []upstream.ClientFeatures {
+	a.seenMu.Lock()
+	defer a.seenMu.Unlock()
+	out := make([]upstream.ClientFeatures, 0, len(a.seen))
+	for f := range a.seen {
+		out = append(out, f)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -239,5 +240,43 @@ func TestFindToolsFollowsClientCapabilities(t *testing.T) {
 		if got := strings.Contains(text(res), "s__sample"); got != tc.want {
 			t.Errorf("find_tools for a client that declares sampling=%v: found s__sample %v, want %v:\n%s", tc.want, got, tc.want, text(res))
 		}
+	}
+}
+
+// What a server lists to a client with fewer capabilities is asked when
+// such a client initializes, before its first tools/list, and not before
+// any client comes: a 2025-11-25 server gets a probe session declaring
+// the client's capabilities as soon as a client with roots only has
+// initialized, and none before. (A 2026-07-28 client declares its
+// capabilities with each request: the first tools/list asks.)
+func TestProbeStartsWhenAClientComes(t *testing.T) {
+	srv := unsortedServer("s", "echo")
+	inits := make(chan string, 8)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.InitializeParams); ok {
+				b, _ := json.Marshal(p.Capabilities)
+				inits <- string(b)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	h := newHarness(t, map[string]*mcp.Server{"s": srv}, "", map[string]string{"s": "protocol: 2025-11-25"})
+	if shared := <-inits; !strings.Contains(shared, `"sampling"`) {
+		t.Fatalf("the shared connection declared %s", shared)
+	}
+	select {
+	case caps := <-inits:
+		t.Fatalf("a session declaring %s was opened before any client came", caps)
+	default:
+	}
+	h.clientVersion(DefaultProfile, "2025-11-25") // the go-sdk's default capabilities: roots; lists nothing
+	select {
+	case caps := <-inits:
+		if caps != `{"roots":{}}` {
+			t.Errorf("the probe session declared %s, want the client's roots only", caps)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no probe session was opened for the client that came")
 	}
 }

@@ -33,6 +33,7 @@ func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.I
 		if req == nil || req.Session == nil {
 			return
 		}
+		a.clientCame(sessionFeatures(req.Session))
 		cs := a.client(ctx, req.Session)
 		cs.whenEnded(a.metrics.SessionStarted(p.name))
 		cs.mu.Lock()

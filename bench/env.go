@@ -88,6 +88,7 @@ type server struct {
 	// protocol pins the server's protocol (config key protocol:); ""
 	// leaves the default, auto.
 	protocol string
+	yaml     string // more lines of the tool file
 }
 
 // configDir writes a fresh config dir with one tool file per server.
@@ -126,6 +127,7 @@ func (e *env) toolYAML(s server) []byte {
 			fmt.Fprintf(&b, "  %s: %q\n", k, v)
 		}
 	}
+	b.WriteString(s.yaml)
 	return b.Bytes()
 }
 

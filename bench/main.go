@@ -41,6 +41,7 @@ var sections = []section{
 	{"seed", seedPattern},
 	{"concurrency", concurrency},
 	{"startup", startup},
+	{"firstlist", firstList},
 	{"catalog", catalog},
 	{"lookup", lookup},
 	{"reload", reload},
@@ -57,7 +58,7 @@ func main() {
 	muxEnv := flag.String("mux-env", "", "extra environment of the mcpmux processes, as space-separated `KEY=VALUE` (e.g. GOGC=400), for experiments")
 	prebuilt := flag.String("mcpmux", "", "use this mcpmux `binary` instead of building the working tree (to compare versions)")
 	only := flag.String("only", "", "comma-separated `sections` to run: "+names())
-	tbxark := flag.String("tbxark", "", "hop section: also measure this TBXark/mcp-proxy `binary`, built from its own sources")
+	tbxark := flag.String("tbxark", "", "hop and firstlist sections: also measure this TBXark/mcp-proxy `binary`, built from its own sources")
 	flag.Parse()
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {

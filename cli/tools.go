@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -104,7 +106,8 @@ var needFeatures = []struct {
 // would list it), the capabilities that get it listed: the one that does
 // alone (the first of needFeatures), else "several capabilities" ("a
 // capability" when a probe failed). It asks each server what it lists to such
-// clients, as a serving mcpmux does.
+// clients, as a serving mcpmux does: the servers at once, and at most
+// probeParallel probes at a time (each may be a process).
 func clientNeeds(ctx context.Context, pool *upstream.Pool, entries []*aggregator.Entry) map[string][]string {
 	byServer := map[string][]*aggregator.Entry{}
 	for _, e := range entries {
@@ -112,43 +115,79 @@ func clientNeeds(ctx context.Context, pool *upstream.Pool, entries []*aggregator
 			byServer[e.Server] = append(byServer[e.Server], e)
 		}
 	}
-	out := map[string][]string{}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		out  = map[string][]string{}
+		slot = make(chan struct{}, probeParallel)
+	)
+	toolsFor := func(srv *upstream.Server, f upstream.ClientFeatures) (map[string]bool, error) {
+		slot <- struct{}{}
+		defer func() { <-slot }()
+		return srv.ToolsFor(ctx, f)
+	}
 	for server, es := range byServer {
 		srv := pool.Get(server)
-		none, err := srv.ToolsFor(ctx, upstream.ClientFeatures{})
-		if err != nil || none == nil {
-			continue // lists all to every client, or cannot tell
+		wg.Go(func() {
+			needs := serverNeeds(es, func(f upstream.ClientFeatures) (map[string]bool, error) { return toolsFor(srv, f) })
+			mu.Lock()
+			defer mu.Unlock()
+			maps.Copy(out, needs)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// probeParallel bounds the probes `tools` runs at once.
+const probeParallel = 4
+
+// serverNeeds is clientNeeds for the entries es of one server, whose
+// tools for a client with features f are toolsFor(f).
+func serverNeeds(es []*aggregator.Entry, toolsFor func(upstream.ClientFeatures) (map[string]bool, error)) map[string][]string {
+	out := map[string][]string{}
+	none, err := toolsFor(upstream.ClientFeatures{})
+	if err != nil || none == nil {
+		return out // lists all to every client, or cannot tell
+	}
+	var hidden []*aggregator.Entry
+	for _, e := range es {
+		if !none[e.Tool] {
+			hidden = append(hidden, e)
 		}
-		var hidden []*aggregator.Entry
-		for _, e := range es {
-			if !none[e.Tool] {
-				hidden = append(hidden, e)
-			}
-		}
-		if len(hidden) == 0 {
+	}
+	if len(hidden) == 0 {
+		return out
+	}
+	listed := make([]map[string]bool, len(needFeatures))
+	failed := make([]bool, len(needFeatures))
+	var wg sync.WaitGroup
+	for i, nf := range needFeatures {
+		wg.Go(func() {
+			l, err := toolsFor(nf.f)
+			listed[i], failed[i] = l, err != nil
+		})
+	}
+	wg.Wait()
+	unprobed := false
+	for i, nf := range needFeatures {
+		if failed[i] {
+			unprobed = true
 			continue
 		}
-		unprobed := false
-		for _, nf := range needFeatures {
-			listed, err := srv.ToolsFor(ctx, nf.f)
-			if err != nil {
-				unprobed = true
-				continue
-			}
-			for _, e := range hidden {
-				if out[e.Name] == nil && (listed == nil || listed[e.Tool]) {
-					out[e.Name] = []string{nf.name}
-				}
+		for _, e := range hidden {
+			if out[e.Name] == nil && (listed[i] == nil || listed[i][e.Tool]) {
+				out[e.Name] = []string{nf.name}
 			}
 		}
-		for _, e := range hidden {
-			switch {
-			case out[e.Name] != nil:
-			case unprobed: // a probe failed: which one it needs is unknown
-				out[e.Name] = []string{"a capability"}
-			default:
-				out[e.Name] = []string{"several capabilities"}
-			}
+	}
+	for _, e := range hidden {
+		switch {
+		case out[e.Name] != nil:
+		case unprobed: // a probe failed: which one it needs is unknown
+			out[e.Name] = []string{"a capability"}
+		default:
+			out[e.Name] = []string{"several capabilities"}
 		}
 	}
 	return out

@@ -22,12 +22,14 @@ import (
 //     so that the server sees what it would see directly;
 //   - gives a shared connection every capability it can forward (the
 //     calling client answers), and learns what the server would list to a
-//     client with fewer by asking it on a short-lived probe session that
-//     declares just those ([Server.ToolsFor]): first one that declares
-//     none, which shows whether the list depends on the client at all
-//     (for most servers it does not, and that is the only probe). A
-//     client is shown only what the server lists for its own
-//     capabilities.
+//     client with fewer when such a client first comes, by asking it with
+//     just those capabilities ([Server.ToolsFor]): with one request on the
+//     shared connection for a server of MCP 2026-07-28, on a short-lived
+//     probe session for an earlier one. A client is shown only what the
+//     server lists for its own capabilities. Nothing is probed ahead of
+//     such a client: a server starts once, and clients that declare
+//     everything never wait for a probe, nor do those that declare at
+//     least what a client declared whose probe listed every tool.
 
 // ClientFeatures are the client capabilities mcpmux forwards to servers,
 // which are the ones that can change what a server lists. The zero value
@@ -191,18 +193,29 @@ func (f ClientFeatures) covers(g ClientFeatures) bool {
 type toolProbes struct {
 	mu      sync.Mutex
 	results map[ClientFeatures]*probe
+	// running counts the probes not yet ended, their connections
+	// included: Stop waits for them, so that no child of a probe
+	// outlives mcpmux. Added to only while the server is up, under the
+	// server's lock (see probeFor), never after Stop has begun.
+	running sync.WaitGroup
 }
 
-// probe is one probe session's outcome, shared by everyone who waits for it.
+// probe is one probe's outcome, shared by everyone who waits for it.
 type probe struct {
 	done  chan struct{}
 	names map[string]bool // tools listed; set before done is closed
+	all   bool            // names are every tool the server lists
 	err   error
+}
 
-	// For the probe declaring no features: whether it lists every tool
-	// the server serves (its list does not depend on the client).
-	allOnce sync.Once
-	all     bool
+// finished reports whether pr has ended.
+func (pr *probe) finished() bool {
+	select {
+	case <-pr.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // reset forgets every probe: the server's lists or connection changed. A
@@ -215,42 +228,61 @@ func (p *toolProbes) reset() {
 
 // ToolsFor returns the names of the tools the server lists to a client with
 // features f, or nil if that is its whole list: when f.ListsAll, and when
-// the server lists the same to a client with no features at all (most
-// servers: their list does not depend on the client; a server is taken
-// never to list fewer tools to a client that declares more). Otherwise it
-// is the list of a probe session that declares f. Each probe is made once
-// per feature set and connection, and again after the server's lists
-// change; PrefetchProbe makes the first one ahead of any client. A server
-// that is not up is not probed: the caller gets nil and an error saying
-// why.
+// the server lists everything to a client with f (a server is taken never
+// to list fewer tools to a client that declares more, so a client with
+// more features than one that was listed everything is listed everything
+// too, unasked).
+//
+// Otherwise the server is asked, once per feature set and connection (and
+// again after its lists change), when the first client with those
+// features comes, never ahead: on the shared connection with a request
+// that declares f, for a server of MCP 2026-07-28; for one of an earlier
+// version, whose session keeps what its client declared at
+// initialization, on a probe session of its own that declares f (a
+// second process, for a stdio server), closed once it has listed. A
+// server that is not up is not probed: the caller gets nil and an error
+// saying why.
 func (s *Server) ToolsFor(ctx context.Context, f ClientFeatures) (map[string]bool, error) {
 	if f.ListsAll() {
 		return nil, nil
 	}
 	f.SamplingTools = f.Sampling // one probe for both (see ListsAll)
-	none, err := s.probeFor(ctx, ClientFeatures{})
-	if err != nil {
-		return nil, err
-	}
-	none.allOnce.Do(func() { none.all = s.listsAll(none.names) })
-	if none.all {
+	if s.listedAllToFewer(f) {
 		return nil, nil
-	}
-	if f == (ClientFeatures{}) {
-		return none.names, nil
 	}
 	pr, err := s.probeFor(ctx, f)
 	if err != nil {
 		return nil, err
 	}
+	if pr.all {
+		return nil, nil
+	}
 	return pr.names, nil
 }
 
-// PrefetchProbe starts, in the background, the probe every client with
-// fewer features than a shared connection declares needs first, so that
-// its first tools/list need not wait for it.
-func (s *Server) PrefetchProbe() {
-	go func() { _, _ = s.probeFor(s.ctx, ClientFeatures{}) }()
+// Prefetch asks, in the background, what the server lists to a client
+// with features f, unless it is known: when such a client has come, so
+// that its first tools/list finds the answer ready or under way. A server
+// that is not up is asked when it is (the caller calls again then).
+func (s *Server) Prefetch(f ClientFeatures) {
+	if f.ListsAll() {
+		return
+	}
+	go func() { _, _ = s.ToolsFor(s.ctx, f) }()
+}
+
+// listedAllToFewer reports whether a finished probe for features that f
+// has all of listed every tool.
+func (s *Server) listedAllToFewer(f ClientFeatures) bool {
+	p := &s.probes
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for g, pr := range p.results {
+		if f.covers(g) && pr.finished() && pr.err == nil && pr.all {
+			return true
+		}
+	}
+	return false
 }
 
 // listsAll reports whether names are every tool the server lists.
@@ -265,16 +297,15 @@ func (s *Server) listsAll(names map[string]bool) bool {
 	return true
 }
 
-// probeFor returns the outcome of a probe session declaring f, making the
-// probe if none was made for the current lists.
+// probeFor returns the outcome of a probe declaring f, making the probe if
+// none was made for the current lists.
 func (s *Server) probeFor(ctx context.Context, f ClientFeatures) (*probe, error) {
+	p := &s.probes
 	s.mu.Lock()
-	up := s.state == StateUp
-	s.mu.Unlock()
-	if !up {
+	if s.state != StateUp {
+		s.mu.Unlock()
 		return nil, fmt.Errorf("server %q is not up", s.cfg.Name)
 	}
-	p := &s.probes
 	p.mu.Lock()
 	pr := p.results[f]
 	if pr == nil {
@@ -283,9 +314,11 @@ func (s *Server) probeFor(ctx context.Context, f ClientFeatures) (*probe, error)
 			p.results = map[ClientFeatures]*probe{}
 		}
 		p.results[f] = pr
+		p.running.Add(1)
 		go s.runProbe(pr, f)
 	}
 	p.mu.Unlock()
+	s.mu.Unlock()
 	select {
 	case <-pr.done:
 		return pr, pr.err
@@ -295,19 +328,21 @@ func (s *Server) probeFor(ctx context.Context, f ClientFeatures) (*probe, error)
 }
 
 // runProbe lists the tools the server lists to a client declaring f: on a
-// probe session that declares f, closed after; or, for a server of MCP
-// 2026-07-28, where each request declares its client's capabilities, with
-// a request of its shared connection declaring f (see probeConn).
+// probe session that declares f; or, for a server of MCP 2026-07-28,
+// where each request declares its client's capabilities, with a request
+// of its shared connection declaring f (see probeConn). The answer is
+// given before the probe session is closed: its process may take a while
+// to exit, and nobody needs to wait for that but Stop.
 func (s *Server) runProbe(pr *probe, f ClientFeatures) {
-	defer close(pr.done)
+	defer s.probes.running.Done()
 	c, shared := s.probeConn()
 	if shared {
 		defer c.release()
 	} else {
 		var err error
 		if c, err = s.dial(s.ctx, "", f); err != nil {
-			pr.err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
-			s.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)
+			pr.err = s.probeFailed(f, err)
+			close(pr.done)
 			return
 		}
 		defer c.close()
@@ -316,8 +351,8 @@ func (s *Server) runProbe(pr *probe, f ClientFeatures) {
 	defer cancel()
 	tools, _, err := listTools(withRequest(ctx, &Request{Features: f}), c)
 	if err != nil {
-		pr.err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
-		s.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)
+		pr.err = s.probeFailed(f, err)
+		close(pr.done)
 		return
 	}
 	pr.names = make(map[string]bool, len(tools))
@@ -326,7 +361,20 @@ func (s *Server) runProbe(pr *probe, f ClientFeatures) {
 			pr.names[t.Name] = true
 		}
 	}
-	s.log.Debug("capability probe", "capabilities", f.String(), "tools", len(pr.names), "on_shared_connection", shared)
+	pr.all = s.listsAll(pr.names)
+	close(pr.done)
+	s.log.Debug("capability probe", "capabilities", f.String(), "tools", len(pr.names), "lists_all", pr.all, "on_shared_connection", shared)
+}
+
+// probeFailed is the error of a probe for f that failed with err, logged
+// unless the server is stopping (then the probe was cut short, and
+// nobody waits for its answer).
+func (s *Server) probeFailed(f ClientFeatures, err error) error {
+	err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
+	if s.ctx.Err() == nil {
+		s.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)
+	}
+	return err
 }
 
 // probeConn returns the shared connection, acquired, when it speaks MCP

@@ -109,19 +109,34 @@ func (srv *Server) dial(parent context.Context, task string, f ClientFeatures) (
 	// The context given to Connect must outlive dial: the SSE transport
 	// keeps its event stream on it. So the connect timeout is a timer that
 	// cancels it, stopped once connected, and close cancels it for good.
-	ctx, cancel := context.WithCancel(parent)
-	timer := time.AfterFunc(srv.connectTimeout(), cancel)
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := time.AfterFunc(srv.connectTimeout(), func() { cancel(errConnectTimeout) })
 	c, err := srv.connect(ctx, task, f)
 	if timedOut := !timer.Stop(); err == nil && timedOut {
 		c.close()
 		err = fmt.Errorf("no answer within %v", srv.connectTimeout())
 	}
 	if err != nil {
-		cancel()
+		cancel(nil)
 		return nil, err
 	}
-	c.cancel = cancel
+	c.cancel = func() { cancel(nil) }
 	return c, nil
+}
+
+// errConnectTimeout is the cause of a dial's context ended by the connect
+// timeout, as against one whose caller gave up (the server stopping, a
+// call ending): only the first is the server's fault.
+var errConnectTimeout = errors.New("connect timeout")
+
+// dialError describes a connection attempt that failed, err, after its
+// context ctx ended: the server did not answer in time, or whoever dialed
+// gave up (then it is no failure of the server's, and says so).
+func (srv *Server) dialError(ctx context.Context, err error, noAnswer string) error {
+	if context.Cause(ctx) == errConnectTimeout {
+		return fmt.Errorf("%s within %v: %w", noAnswer, srv.connectTimeout(), err)
+	}
+	return fmt.Errorf("given up before it answered (the server is stopping, or its caller went): %w", context.Cause(ctx))
 }
 
 // connect opens the session; ctx bounds the attempt and the connection.
@@ -196,7 +211,7 @@ func (srv *Server) openSession(ctx context.Context, task string, f ClientFeature
 		// sure nothing else of its process group survives.
 		c.endGroup(0)
 		if ctx.Err() != nil {
-			err = fmt.Errorf("no answer to initialize within %v (is it an MCP server on stdio? lines it printed to stdout that are not JSON-RPC are logged as dropped): %w", srv.connectTimeout(), err)
+			err = srv.dialError(ctx, err, "no answer to initialize (is it an MCP server on stdio? lines it printed to stdout that are not JSON-RPC are logged as dropped)")
 		}
 		// Connect's failed close has waited for the child, so its exit
 		// status is known.
@@ -257,7 +272,7 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		return cs, nil
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("connecting to %s: no answer within %v: %w", srv.cfg.URL, srv.connectTimeout(), err)
+		return nil, fmt.Errorf("connecting to %s: %w", srv.cfg.URL, srv.dialError(ctx, err, "no answer"))
 	}
 	if h != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", srv.cfg.URL, err)
@@ -338,20 +353,29 @@ type childStderr struct {
 	copied chan struct{} // closed when every writer has closed the pipe
 }
 
-// stderrChunk is how much of a child's stderr is read at once, and the
-// size asked for its pipe: a child that floods stderr costs mcpmux one read
-// per stderrChunk (the default pipe holds 64 KiB, and io.Copy reads 32).
-const stderrChunk = 256 << 10
+// stderrChunk is the most of a child's stderr read at once, and the size
+// asked for its pipe: a child that floods stderr costs mcpmux one read per
+// stderrChunk (the default pipe holds 64 KiB, and io.Copy reads 32).
+// stderrFirstChunk is the buffer a child starts with: most write a few
+// lines now and then, and 20 buffers of stderrChunk each were half of the
+// live heap of a 20-server mcpmux.
+const (
+	stderrChunk      = 256 << 10
+	stderrFirstChunk = 4 << 10
+)
 
 // drain reads the child's stderr into the line logger until every writer
-// has closed it.
+// has closed it. Its buffer doubles, up to stderrChunk, whenever a read
+// fills it (the child writes faster than it is read), and goes back to
+// stderrFirstChunk when a read takes less than that: a child that floods
+// only at times holds the big buffer only then.
 func (e *childStderr) drain(r *os.File) {
 	defer close(e.copied)
 	defer r.Close()
 	if rc, err := r.SyscallConn(); err == nil {
 		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, stderrChunk) }) // best effort
 	}
-	buf := make([]byte, stderrChunk)
+	buf := make([]byte, stderrFirstChunk)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -360,7 +384,20 @@ func (e *childStderr) drain(r *os.File) {
 		if err != nil {
 			return
 		}
+		buf = nextStderrBuffer(buf, n)
 	}
+}
+
+// nextStderrBuffer is the buffer of the read after one that read n bytes
+// into buf (see drain).
+func nextStderrBuffer(buf []byte, n int) []byte {
+	switch {
+	case n == len(buf) && len(buf) < stderrChunk:
+		return make([]byte, min(2*len(buf), stderrChunk))
+	case n < stderrFirstChunk && len(buf) > stderrFirstChunk:
+		return make([]byte, stderrFirstChunk)
+	}
+	return buf
 }
 
 // started closes mcpmux's copy of the child's end, so that the pipe ends

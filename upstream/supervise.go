@@ -74,10 +74,11 @@ func (s *Server) supervise() {
 		}
 		if s.PerClient() {
 			// The probe only served to learn the tools; each client gets
-			// its own connection.
-			c.close()
+			// its own connection. Closed once the lists are published:
+			// its process may take a while to exit.
 			s.setUp(nil, features)
 			finishFirst()
+			c.close()
 			<-s.ctx.Done()
 			return
 		}
@@ -298,6 +299,8 @@ func (s *Server) stop(ctx context.Context, drain time.Duration, reason error) {
 	}
 	wg.Wait()
 	<-s.done
+	// Probes end with s.ctx; wait for their sessions to be closed.
+	s.probes.running.Wait()
 	s.closeAuth()
 }
 
