@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/front"
 	"github.com/mcpmux/mcpmux/internal/tasktest"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/rewrite"
 	"github.com/mcpmux/mcpmux/upstream"
@@ -42,7 +44,7 @@ func (h *harness) serveHTTP(opts *front.Options) *front.Front {
 // answers through h.
 func fixtureServer(name string, tools map[string]mcp.ToolHandler) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
-	for _, tn := range slices.Sorted(mapsKeys(tools)) {
+	for _, tn := range slices.Sorted(maps.Keys(tools)) {
 		s.AddTool(&mcp.Tool{
 			Name:        tn,
 			Description: "tool " + tn + " of " + name,
@@ -50,16 +52,6 @@ func fixtureServer(name string, tools map[string]mcp.ToolHandler) *mcp.Server {
 		}, tools[tn])
 	}
 	return s
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func echo(prefix string) mcp.ToolHandler {
@@ -94,7 +86,7 @@ func newHarness(t testing.TB, servers map[string]*mcp.Server, settingsYAML strin
 		settings = s
 	}
 	var cfgs []*config.Server
-	for _, name := range slices.Sorted(mapsKeys(servers)) {
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		y := fmt.Sprintf("name: %s\ntool_command: in-memory\n%s", name, serverYAML[name])
 		cfg, ferr := config.ParseServer(name+".yaml", []byte(y), nil)
 		if ferr != nil {
@@ -177,15 +169,6 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallT
 	return res
 }
 
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestMergedListAndRouting(t *testing.T) {
 	h := newHarness(t, map[string]*mcp.Server{
 		"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{"echo": echo("alpha:"), "only_alpha": echo("oa:")}),
@@ -246,13 +229,13 @@ func TestDefinitionsAndResultsPassThrough(t *testing.T) {
 		t.Errorf("name %q", listed.Name)
 	}
 	listed.Name = def.Name
-	if got, want := mustJSON(t, listed), mustJSON(t, def); got != want {
+	if got, want := testkit.JSON(t, listed), testkit.JSON(t, def); got != want {
 		t.Errorf("definition changed in transit:\n got %s\nwant %s", got, want)
 	}
 
-	want := mustJSON(t, result) // before the go-sdk server adds its 2026 envelope to it
+	want := testkit.JSON(t, result) // before the go-sdk server adds its 2026 envelope to it
 	got := call(t, cs, "rich__report", map[string]any{"n": 1})
-	if g, w := mustJSON(t, got), want; g != w {
+	if g, w := testkit.JSON(t, got), want; g != w {
 		t.Errorf("result changed in transit:\n got %s\nwant %s", g, w)
 	}
 }

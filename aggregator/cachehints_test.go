@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // ttlServer is a 2026-07-28 server whose lists say they stay fresh for
@@ -91,7 +93,7 @@ func TestSessionlessListCacheHints(t *testing.T) {
 		t.Fatal(string(errj))
 	}
 	var got hints
-	waitUntil(t, "the client's own resource is listed", func() bool {
+	testkit.Eventually(t, "the client's own resource is listed", func() bool {
 		res, errj := oc.call("resources/list", map[string]any{"_meta": sessionlessMeta(`{}`)})
 		got = hints{}
 		_ = json.Unmarshal(res, &got)

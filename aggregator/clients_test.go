@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // A client session has one state, made at its initialize and dropped as a
@@ -32,7 +34,7 @@ func TestClientSessionStateGoesWithTheSession(t *testing.T) {
 		t.Fatalf("%d sessions seen, lowest level %q; want 2 and debug", started.Load(), h.agg.lowestLevel())
 	}
 	chatty.Close()
-	waitUntil(t, "the ended session's state is dropped", func() bool { return ended.Load() == 1 })
+	testkit.Eventually(t, "the ended session's state is dropped", func() bool { return ended.Load() == 1 })
 	if got := h.agg.lowestLevel(); got != "error" {
 		t.Errorf("lowest level after the debug session ended: %q, want error", got)
 	}

@@ -118,6 +118,16 @@ func stdioClient(t *testing.T, a *Aggregator, profile, caps string) (*lineClient
 // sends nothing.
 func stdioLines(t *testing.T, a *Aggregator, profile string) *lineClient {
 	t.Helper()
+	_, inW, outR := servePipes(t, a, profile)
+	c := &lineClient{t: t, w: inW, waiting: map[int]chan rpcReply{}, changed: make(chan struct{}, 1000)}
+	go c.read(outR)
+	return c
+}
+
+// servePipes serves a's profile over serveStdio on pipes until the test
+// ends, and returns the client's ends: what it writes, what it reads, and
+// the context of the serving.
+func servePipes(t *testing.T, a *Aggregator, profile string) (context.Context, io.WriteCloser, io.ReadCloser) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -132,9 +142,7 @@ func stdioLines(t *testing.T, a *Aggregator, profile string) *lineClient {
 		_ = inW.Close()
 		<-served
 	})
-	c := &lineClient{t: t, w: inW, waiting: map[int]chan rpcReply{}, changed: make(chan struct{}, 1000)}
-	go c.read(outR)
-	return c
+	return ctx, inW, outR
 }
 
 func (c *lineClient) send(msg any) {

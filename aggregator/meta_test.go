@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -9,13 +10,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // describedServer returns a tool server whose tools (name → description)
 // echo "<name>:<text>".
 func describedServer(tools map[string]string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "described", Version: "1"}, nil)
-	for _, name := range slices.Sorted(mapsKeys(tools)) {
+	for _, name := range slices.Sorted(maps.Keys(tools)) {
 		s.AddTool(&mcp.Tool{
 			Name:        name,
 			Description: tools[name],
@@ -44,7 +46,7 @@ func find(t *testing.T, cs *mcp.ClientSession, args map[string]any) (*mcp.CallTo
 	t.Helper()
 	res := call(t, cs, "mcpmux__find_tools", args)
 	var out FindResult
-	if err := json.Unmarshal([]byte(mustJSON(t, res.StructuredContent)), &out); err != nil {
+	if err := json.Unmarshal([]byte(testkit.JSON(t, res.StructuredContent)), &out); err != nil {
 		t.Fatalf("structuredContent of find_tools: %v", err)
 	}
 	return res, out
@@ -166,7 +168,7 @@ func TestStatusToolShowsTheProfilesServers(t *testing.T) {
 	h := metaHarness(t, "meta_tools: [status]\nprofiles:\n  web-only: {tool_config: [web]}\n")
 	res := call(t, h.client(DefaultProfile), "mcpmux__status", nil)
 	var out StatusResult
-	if err := json.Unmarshal([]byte(mustJSON(t, res.StructuredContent)), &out); err != nil {
+	if err := json.Unmarshal([]byte(testkit.JSON(t, res.StructuredContent)), &out); err != nil {
 		t.Fatal(err)
 	}
 	if res.IsError || !out.Ready || len(out.Servers) != 2 || out.Servers[0].Name != "files" || out.Servers[0].State != "up" || out.Servers[0].Tools != 3 || out.Servers[0].Protocol != "2026-07-28" {

@@ -2,10 +2,10 @@ package aggregator
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/front"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -84,17 +85,10 @@ func wantSample(t *testing.T, fams map[string]*dto.MetricFamily, name string, la
 // which the client does not wait for.
 func waitSample(t *testing.T, url, token, name string, labels map[string]string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Await(t, fmt.Sprintf("%s%v is %v", name, labels, want), func() float64 {
 		got, _ := sample(scrape(t, url, token), name, labels)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return got
+	}, func(got float64) bool { return got == want })
 }
 
 func calls(server, tool, outcome string) map[string]string {

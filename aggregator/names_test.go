@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 var clientNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -143,7 +145,7 @@ func TestNormalizeInputSchema(t *testing.T) {
 		{"garbage", `{"type":"object"}`},
 	}
 	for _, tt := range tests {
-		got := mustJSON(t, normalizeInputSchema(tt.in))
+		got := testkit.JSON(t, normalizeInputSchema(tt.in))
 		if got != tt.want {
 			t.Errorf("normalizeInputSchema(%v) = %s, want %s", tt.in, got, tt.want)
 		}

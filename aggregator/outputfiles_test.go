@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // A server with output_dir links files it wrote, as @playwright/mcp does
@@ -124,7 +126,7 @@ func TestOutputFilesServedToTheCallingSession(t *testing.T) {
 	// The session ended: its links are gone (checked via the map, as no
 	// other session could read them anyway).
 	cs.Close()
-	waitUntil(t, "the ended session's links are forgotten", func() bool {
+	testkit.Eventually(t, "the ended session's links are forgotten", func() bool {
 		h.agg.files.mu.Lock()
 		defer h.agg.files.mu.Unlock()
 		return len(h.agg.files.byToken) == 0

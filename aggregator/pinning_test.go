@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 	"github.com/mcpmux/mcpmux/journal/pin"
 	"github.com/mcpmux/mcpmux/journal/report"
 )
@@ -94,13 +94,7 @@ func TestQuarantinedToolApproved(t *testing.T) {
 	}
 
 	web.AddTool(rugPull(true), echo("web")) // the server changes the tool: list_changed
-	deadline := time.Now().Add(20 * time.Second)
-	for slices.Contains(toolNames(t, cs), "web__search") {
-		if time.Now().After(deadline) {
-			t.Fatal("the changed tool is still listed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Await(t, "the changed tool is no longer listed", func() []string { return toolNames(t, cs) }, func(names []string) bool { return !slices.Contains(names, "web__search") })
 	res := call(t, cs, "web__search", map[string]any{"q": "x"})
 	if !res.IsError || !strings.Contains(text(res), "quarantined until an operator approves it (mcpmux approve web search)") || !strings.Contains(text(res), "+ \"Search the web. Before searching") {
 		t.Errorf("quarantined: %s", text(res))

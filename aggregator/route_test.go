@@ -3,14 +3,16 @@ package aggregator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // routedServer lists one resource, accepts subscriptions to any URI when
@@ -116,12 +118,7 @@ func TestSubscribeGoesToTheOnlyServerThatTakesSubscriptions(t *testing.T) {
 	// by opening a subscriptions/listen stream it does not wait on, so the
 	// server sees the subscription a moment after Subscribe returned.
 	want := []string{"docs subscribe test://watched-resource"}
-	for deadline := time.Now().Add(10 * time.Second); !slices.Equal(subs.list(), want) && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := subs.list(); !slices.Equal(got, want) {
-		t.Errorf("the servers got %v, want %v", got, want)
-	}
+	testkit.Await(t, fmt.Sprintf("the servers got %v", want), subs.list, func(got []string) bool { return slices.Equal(got, want) })
 }
 
 func TestUnlistedReadsAndPromptsGetTheServersOwnError(t *testing.T) {

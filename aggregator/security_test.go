@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/front"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // securityServer serves a harness over HTTP on loopback.
@@ -32,28 +33,10 @@ func securityServer(t *testing.T, settingsYAML string, opts *front.Options) (*ha
 	return h, ts
 }
 
-const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+const initBody = testkit.InitializeRequest
 
 // post sends one JSON-RPC message the way a Streamable HTTP client does.
-func post(t *testing.T, url, body string, header map[string]string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
+var post = testkit.Post
 
 func TestHTTPOriginAllowList(t *testing.T) {
 	_, ts := securityServer(t, "allowed_origins: [\"https://app.example.com\"]\n", &front.Options{AllowedOrigins: []string{"http://devbox:*"}})

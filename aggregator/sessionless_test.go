@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -70,26 +69,12 @@ func TestSessionlessClientOverHTTP(t *testing.T) {
 // offers: "" for its latest) to a's profile over serveStdio on pipes.
 func stdioSDKClient(t *testing.T, a *Aggregator, profile string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = a.serveStdio(ctx, a.Server(profile), inR, outW)
-		_ = outW.Close()
-	}()
+	ctx, inW, outR := servePipes(t, a, profile)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "1"}, opts).Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cs.Close()
-		cancel()
-		_ = inW.Close()
-		<-served
-	})
+	t.Cleanup(func() { _ = cs.Close() })
 	return cs
 }
 

@@ -8,25 +8,17 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
-
-// waitUntil polls cond, bounded by the test timeout of an e2e wait.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-	}
-}
 
 func settings(t *testing.T, yaml string) *config.Settings {
 	t.Helper()
@@ -77,7 +69,7 @@ func TestMaxSessions(t *testing.T) {
 	}
 
 	a.Close()
-	waitUntil(t, "the closed session is forgotten", func() bool { return h.front.OpenSessions() == 1 })
+	testkit.Eventually(t, "the closed session is forgotten", func() bool { return h.front.OpenSessions() == 1 })
 	if _, err := httpClient(t, ts.URL+"/mcp"); err != nil {
 		t.Errorf("a session after one ended: %v", err)
 	}
@@ -100,7 +92,7 @@ func TestSessionTimeoutFollowsReloads(t *testing.T) {
 	shorter := settings(t, "session_timeout: 10ms\n")
 	h.agg.SetSettings(shorter)
 	h.front.Reload(shorter)
-	waitUntil(t, "the idle session is closed", func() bool { return h.front.OpenSessions() == 0 })
+	testkit.Eventually(t, "the idle session is closed", func() bool { return h.front.OpenSessions() == 0 })
 	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
 	if resp, body := post(t, ts.URL+"/mcp", ping, map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"}); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a request of the closed session: %d %q, want 404", resp.StatusCode, body)
@@ -109,59 +101,119 @@ func TestSessionTimeoutFollowsReloads(t *testing.T) {
 
 // A client that stops sending mid-body is cut off after
 // request_body_timeout; a response that streams for longer than that is
-// not.
+// not. Time is the bubble's, and HTTP runs on in-memory connections.
 func TestRequestBodyTimeout(t *testing.T) {
-	release := make(chan struct{})
-	h := newHarness(t, map[string]*mcp.Server{
-		"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{
-			"slow": func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
-			},
-		}),
-	}, "request_body_timeout: 100ms\n", nil)
-	h.front = h.serveHTTP(nil)
-	ts := httptest.NewServer(h.front)
-	t.Cleanup(ts.Close)
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		h := newHarness(t, map[string]*mcp.Server{
+			"alpha": fixtureServer("alpha", map[string]mcp.ToolHandler{
+				"slow": func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					select {
+					case <-release:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+				},
+			}),
+		}, "request_body_timeout: 100ms\n", nil)
+		h.front = h.serveHTTP(nil)
+		l := newPipeListener()
+		srv := &http.Server{Handler: h.front}
+		go func() { _ = srv.Serve(l) }()
+		t.Cleanup(func() { _ = srv.Close() })
 
-	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":")
-	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	answer, err := io.ReadAll(bufio.NewReader(conn))
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		t.Fatal("a stalled request body was never cut off")
-	}
-	if !strings.Contains(string(answer), "400") {
-		t.Errorf("stalled body: %q, want a 400 before the connection closes", answer)
-	}
-
-	cs, err := httpClient(t, ts.URL+"/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan *mcp.CallToolResult, 1)
-	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha__slow", Arguments: map[string]any{}})
+		conn, err := l.DialContext(context.Background(), "tcp", "")
 		if err != nil {
-			res = toolError("protocol error: %v", err)
+			t.Fatal(err)
 		}
-		done <- res
-	}()
-	// Well past request_body_timeout, with the call's response open.
-	time.Sleep(400 * time.Millisecond)
-	close(release)
-	if res := <-done; res.IsError || text(res) != "done" {
-		t.Errorf("a call answered after request_body_timeout: %q", text(res))
+		defer conn.Close()
+		go fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":")
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		answer, err := io.ReadAll(bufio.NewReader(conn))
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatal("a stalled request body was never cut off")
+		}
+		if !strings.Contains(string(answer), "400") {
+			t.Errorf("stalled body: %q, want a 400 before the connection closes", answer)
+		}
+
+		hc := &http.Client{Transport: &http.Transport{DialContext: l.DialContext}}
+		t.Cleanup(hc.CloseIdleConnections)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://mcpmux/mcp", HTTPClient: hc, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha__slow", Arguments: map[string]any{}})
+			if err != nil {
+				res = toolError("protocol error: %v", err)
+			}
+			done <- res
+		}()
+		// Four times request_body_timeout, with the call's response open,
+		// and whatever its end would set off done.
+		time.Sleep(400 * time.Millisecond)
+		synctest.Wait()
+		select {
+		case res := <-done:
+			t.Fatalf("the call ended before it was released: %q", text(res))
+		default:
+		}
+		close(release)
+		if res := <-done; res.IsError || text(res) != "done" {
+			t.Errorf("a call answered after request_body_timeout: %q", text(res))
+		}
+	})
+}
+
+// pipeListener serves HTTP on in-memory connections (net.Pipe), which
+// live in a synctest bubble as a real socket cannot.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
 	}
 }
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// DialContext connects to the listener.
+func (l *pipeListener) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
 
 // A call of one more client than a per-client server's max_clients is an
 // isError result saying so; once a client leaves, another gets its place.
@@ -181,7 +233,7 @@ func TestMaxClients(t *testing.T) {
 		t.Errorf("first client again: %q", text(res))
 	}
 	first.Close()
-	waitUntil(t, "the first client's connection is closed", func() bool {
+	testkit.Eventually(t, "the first client's connection is closed", func() bool {
 		return h.pool.Get("browser").Status().Clients == 0
 	})
 	if res := call(t, second, "browser__open", map[string]any{"text": "b"}); res.IsError {

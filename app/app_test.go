@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,17 +13,12 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
-	"github.com/mcpmux/mcpmux/internal/reaper"
+	"github.com/mcpmux/mcpmux/internal/reaper/reapertest"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
-// New starts the child reaper as its own binary with reaper.Command: in
-// these tests, this test binary, which must then be the reaper.
-func TestMain(m *testing.M) {
-	if len(os.Args) == 2 && os.Args[1] == reaper.Command {
-		os.Exit(reaper.Run(os.Stdin, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+// New starts the child reaper as its own binary: this test binary.
+func TestMain(m *testing.M) { reapertest.Main(m) }
 
 func testLogger() *slog.Logger {
 	return logs.Masked(slog.New(slog.NewTextHandler(io.Discard, nil)), &logs.Masker{})
@@ -47,8 +41,8 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 // from then on only its tokens are accepted.
 func TestAReloadDuringStartRotatesTheTokenFile(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "mcpmux.yaml"), "token_file: tokens\n")
-	tokens := writeFile(t, filepath.Join(dir, "tokens"), "old-token\n")
+	testkit.WriteFile(t, filepath.Join(dir, "mcpmux.yaml"), "token_file: tokens\n")
+	tokens := testkit.WriteFile(t, filepath.Join(dir, "tokens"), "old-token\n")
 	in, err := New(&Options{Dir: dir, Log: testLogger(), Version: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +51,7 @@ func TestAReloadDuringStartRotatesTheTokenFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, tokens, "new-token\n")
+	testkit.WriteFile(t, tokens, "new-token\n")
 	snap, err := config.Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -119,17 +113,6 @@ func TestListenHTTPRefusals(t *testing.T) {
 	if _, err := in.ListenHTTP(&HTTP{Addr: "0.0.0.0:0"}); !errors.Is(err, ErrNoToken) {
 		t.Errorf("no token on 0.0.0.0: %v, want ErrNoToken", err)
 	}
-}
-
-func writeFile(t *testing.T, path, content string) string {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // A request header over maxHeaderBytes is refused with 431 before any

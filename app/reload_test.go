@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/upstream"
 )
@@ -43,7 +44,7 @@ func TestReloadResult(t *testing.T) {
 // what ran, an edit of mcpmux.yaml applies to the aggregator.
 func TestReloadAppliesTheDifference(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "mcpmux.yaml"), "timeout: 1m\n")
+	testkit.WriteFile(t, filepath.Join(dir, "mcpmux.yaml"), "timeout: 1m\n")
 	in, err := New(&Options{Dir: dir, Log: testLogger(), Version: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -61,12 +62,12 @@ func TestReloadAppliesTheDifference(t *testing.T) {
 	}
 
 	reload()
-	writeFile(t, filepath.Join(dir, "tool", "bad.yaml"), "tool_command: [\n")
+	testkit.WriteFile(t, filepath.Join(dir, "tool", "bad.yaml"), "tool_command: [\n")
 	reload()
 	if len(in.agg.Health().InvalidFiles) != 1 {
 		t.Errorf("invalid files after a broken edit: %v, want tool/bad.yaml", in.agg.Health().InvalidFiles)
 	}
-	writeFile(t, filepath.Join(dir, "mcpmux.yaml"), "timeout: 2m\n")
+	testkit.WriteFile(t, filepath.Join(dir, "mcpmux.yaml"), "timeout: 2m\n")
 	if err := os.Remove(filepath.Join(dir, "tool", "bad.yaml")); err != nil {
 		t.Fatal(err)
 	}

@@ -12,18 +12,12 @@ import (
 	"testing"
 
 	"github.com/mcpmux/mcpmux/config"
-	"github.com/mcpmux/mcpmux/internal/reaper"
+	"github.com/mcpmux/mcpmux/internal/reaper/reapertest"
 )
 
-// A command that runs servers starts the child reaper as its own binary
-// with reaper.Command: in these tests, this test binary, which must then
-// be the reaper.
-func TestMain(m *testing.M) {
-	if len(os.Args) == 2 && os.Args[1] == reaper.Command {
-		os.Exit(reaper.Run(os.Stdin, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+// A command that runs servers starts the child reaper as its own binary:
+// this test binary.
+func TestMain(m *testing.M) { reapertest.Main(m) }
 
 // runCLI runs mcpmux's command line in-process.
 func runCLI(args ...string) (stdout, stderr string, code int) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 func env(vars map[string]string) LookupFunc {
@@ -58,22 +60,6 @@ func TestExpand(t *testing.T) {
 	}
 }
 
-// writeDir creates a config directory from file name → content.
-func writeDir(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // MiroFlow's tool configs, in their shapes: Hydra-style ${oc.env:...},
 // comments inside env, empty env, unquoted scalars, type/url/headers.
 var miroflowShaped = map[string]string{
@@ -116,7 +102,7 @@ env:
 }
 
 func TestLoadMiroFlowShapedFiles(t *testing.T) {
-	dir := writeDir(t, miroflowShaped)
+	dir := testkit.WriteDir(t, miroflowShaped)
 	lookup := env(map[string]string{"SERPER_API_KEY": "s", "E2B_API_KEY": "e", "DOCS_API_KEY": "d"})
 	snap, err := Load(dir, &Options{Lookup: lookup})
 	if err != nil {
@@ -169,7 +155,7 @@ func TestLoadReportsBadFilesAndKeepsTheRest(t *testing.T) {
 		"tool/.hidden.yaml":     "garbage: [",
 		"tool/notes.txt":        "not yaml at all",
 	}
-	snap, err := Load(writeDir(t, files), &Options{Lookup: env(nil)})
+	snap, err := Load(testkit.WriteDir(t, files), &Options{Lookup: env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +196,7 @@ func TestLoadReportsBadFilesAndKeepsTheRest(t *testing.T) {
 }
 
 func TestSettings(t *testing.T) {
-	dir := writeDir(t, map[string]string{
+	dir := testkit.WriteDir(t, map[string]string{
 		"mcpmux.yaml": `separator: "--"
 timeout: 30m
 tool_blacklist:
@@ -247,7 +233,7 @@ profiles:
 }
 
 func TestBrokenSettingsFileKeepsDefaults(t *testing.T) {
-	dir := writeDir(t, map[string]string{
+	dir := testkit.WriteDir(t, map[string]string{
 		"mcpmux.yaml":     "tool_blacklist: [[\"only-one\"]]\n",
 		"tool/a.yaml":     "tool_command: x\n",
 		"tool/b.yml":      "tool_command: y\nprefix: \"\"\n",

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // For a stateless front, a server that needs client sessions is a file
@@ -29,7 +31,7 @@ func TestStatelessRefusesPerClientServers(t *testing.T) {
 			for k, v := range files {
 				withSettings[k] = v
 			}
-			snap, err := Load(writeDir(t, withSettings), c.opts)
+			snap, err := Load(testkit.WriteDir(t, withSettings), c.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +54,7 @@ func TestStatelessRefusesPerClientServers(t *testing.T) {
 	// With sessions, the same files all load, also with stateless: true
 	// in mcpmux.yaml, which only the HTTP front reads.
 	files["mcpmux.yaml"] = "stateless: true\n"
-	snap, err := Load(writeDir(t, files), nil)
+	snap, err := Load(testkit.WriteDir(t, files), nil)
 	if err != nil || len(snap.Servers) != 3 || len(snap.Errors) != 0 || !snap.Settings.Stateless {
 		t.Fatalf("with sessions: servers %v, errors %v, err %v", names(snap.Servers), snap.Errors, err)
 	}

@@ -85,6 +85,7 @@ func buildConformanceClient(t *testing.T) string {
 // authorization server binding and migration).
 var clientScenarios2026 = []string{
 	"tools_call", "request-metadata", "sep-2322-client-request-state", "http-standard-headers", "http-invalid-tool-headers",
+	"http-custom-headers",
 	"json-schema-ref-no-deref", "json-schema-2020-12-preservation",
 	"auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
 	"auth/basic-cimd", "auth/pre-registration",
@@ -98,14 +99,9 @@ var clientScenarios2026 = []string{
 }
 
 // expectedClientFailures2026 are the other 2026-07-28 client scenarios,
-// each with why it fails.
-var expectedClientFailures2026 = map[string]string{
-	// The go-sdk adds Mcp-Param-* headers only to the tools/call of its
-	// own ClientSession.CallTool (the tool goes to the transport by an
-	// unexported context key); mcpmux sends tools/call as a raw request
-	// on the session's connection (upstream/raw.go).
-	"http-custom-headers": "mcpmux sends a server's tools/call itself, not through the go-sdk's CallTool, and adds no Mcp-Param-* headers for x-mcp-header arguments",
-}
+// each with why it fails: none since mcpmux's tools/call adds the
+// Mcp-Param-* headers of a tool's x-mcp-header arguments.
+var expectedClientFailures2026 = map[string]string{}
 
 // clientSuite is one version of the suite's client half.
 type clientSuite struct {

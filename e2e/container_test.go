@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // Containers of the built images, run with buildah as root.
@@ -350,11 +352,5 @@ func (s *served) stop(t *testing.T) {
 	if s.err != nil {
 		t.Errorf("the container exited with %v on SIGTERM, want 0", s.err)
 	}
-	deadline := time.Now().Add(testTimeout)
-	for left := s.c.processes(); len(left) > 0; left = s.c.processes() {
-		if time.Now().After(deadline) {
-			t.Fatalf("processes left in the container after it stopped: %v", left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Await(t, "no process is left in the container after it stopped", s.c.processes, func(left []containerProc) bool { return len(left) == 0 })
 }

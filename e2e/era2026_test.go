@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // Servers that speak only MCP 2026-07-28 are aggregated beside a 2025 one
@@ -223,16 +225,7 @@ func post2026(t *testing.T, url, method, name string, params map[string]any) str
 // may be announced before the catalog of every profile has it.
 func waitListed(t *testing.T, cs *mcp.ClientSession, name string) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
-		if slices.Contains(toolNames(t, cs), name) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never listed", name)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Await(t, name+" is listed", func() []string { return toolNames(t, cs) }, func(names []string) bool { return slices.Contains(names, name) })
 }
 
 func lineWith(text, prefix string) string {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // TestServerEverythingFidelity compares, directly and through mcpmux,
@@ -105,15 +107,7 @@ func TestServerEverythingFidelity(t *testing.T) {
 // named "x") over stdio, and a rawClient on it once its servers started.
 func viaStdioRaw(t *testing.T, cfg string, caps rawCaps) *rawClient {
 	t.Helper()
-	dir := writeConfig(t, map[string]string{"tool/x.yaml": cfg})
-	cmd := exec.Command(mcpmuxBin, "--config", dir)
-	logs := newLogBuffer()
-	cmd.Stderr = logs
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("mcpmux log:\n%s", logs.String())
-		}
-	})
+	cmd, logs := mcpmuxCommand(t, cfg)
 	c, _ := startRawClient(t, cmd, caps, func() { logs.waitFor(t, regexp.MustCompile(`msg="servers started"`)) })
 	return c
 }
@@ -297,19 +291,11 @@ func methods(notes []json.RawMessage, want ...string) []string {
 // waitNotification waits for a notification that mentions s.
 func waitNotification(t *testing.T, c *rawClient, s string) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for time.Now().Before(deadline) {
+	testkit.Eventually(t, fmt.Sprintf("a notification with %q came", s), func() bool {
 		c.mu.Lock()
-		for _, n := range c.notes {
-			if strings.Contains(string(n), s) {
-				c.mu.Unlock()
-				return
-			}
-		}
-		c.mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no notification with %q", s)
+		defer c.mu.Unlock()
+		return slices.ContainsFunc(c.notes, func(n json.RawMessage) bool { return strings.Contains(string(n), s) })
+	})
 }
 
 // cancelByClosing sends tool as a request of MCP 2026-07-28 (no session)

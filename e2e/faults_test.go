@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // The fault suite: what a client sees when tool servers crash, hang, fail
@@ -191,14 +193,7 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 	// Four starts: the gaps between them are the backoff (0.5s, 1s, 2s,
 	// each ±25%), so together at least 2.6s; a busy loop would start it
 	// dozens of times meanwhile.
-	deadline := time.Now().Add(testTimeout)
-	var ts []time.Time
-	for ts = startTimes(t, starts); len(ts) < 4; ts = startTimes(t, starts) {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d starts", len(ts))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ts := testkit.Await(t, "4 starts", func() []time.Time { return startTimes(t, starts) }, func(ts []time.Time) bool { return len(ts) >= 4 })
 	if span := ts[3].Sub(ts[0]); span < 2500*time.Millisecond {
 		t.Errorf("4 starts within %v: no backoff (starts %v)", span, ts)
 	}
@@ -403,13 +398,7 @@ func TestFaultSIGTERMLeavesNoOrphans(t *testing.T) {
 	}
 	// mcpmux waits for its children's groups before it exits; allow the
 	// kernel a moment to finish off what was SIGKILLed.
-	deadline := time.Now().Add(testTimeout)
-	for left := stillRunning(tree); len(left) > 0; left = stillRunning(tree) {
-		if time.Now().After(deadline) {
-			t.Fatalf("still running after mcpmux exited: %+v", left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitAllGone(t, tree)
 }
 
 // On SIGTERM a running call that finishes within the grace period gets its
@@ -521,13 +510,7 @@ func TestFaultConcurrentClientsReloadsAndKill(t *testing.T) {
 	}
 	// Events while the calls run, each after a share of them is done.
 	at := func(share int) {
-		deadline := time.Now().Add(testTimeout)
-		for int(done.Load()) < clients*calls*share/100 {
-			if time.Now().After(deadline) {
-				t.Fatalf("calls stalled at %d", done.Load())
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		testkit.Eventually(t, fmt.Sprintf("%d%% of the calls are done", share), func() bool { return int(done.Load()) >= clients*calls*share/100 })
 	}
 	at(10)
 	w.write(t, "tool/a.yaml", faults("a", "  V: 1")) // restart a
@@ -589,13 +572,7 @@ func groupOf(t *testing.T, mcpmuxPID, pid int) []proc {
 
 func waitAllGone(t *testing.T, ps []proc) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for left := stillRunning(ps); len(left) > 0; left = stillRunning(ps) {
-		if time.Now().After(deadline) {
-			t.Fatalf("still running: %+v", left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Await(t, "no process is left running", func() []proc { return stillRunning(ps) }, func(left []proc) bool { return len(left) == 0 })
 }
 
 func TestFaultWholeGroupEnds(t *testing.T) {

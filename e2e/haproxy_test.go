@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/deploy/haproxy"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // Replicas behind a load balancer (docs/scaling.md): three mcpmux
@@ -85,22 +86,19 @@ func startHAProxy(t *testing.T, replicas []*replica) (string, *logBuffer) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logs, exited := startProcess(t, "haproxy", cmd)
 	// Serving once a request through it reaches a replica.
-	for deadline := time.Now().Add(testTimeout); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	testkit.Eventually(t, "haproxy serves", func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("haproxy exited:\n%s", logs.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy does not serve; log:\n%s", logs.String())
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
 		}
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	return "http://" + addr + "/mcp", logs
 }
 

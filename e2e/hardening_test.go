@@ -2,16 +2,16 @@ package e2e
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // The secret of the leak fixtures; its variable's name marks it as one.
@@ -60,22 +60,14 @@ func TestSecretsMaskedInCheckAndHealth(t *testing.T) {
 
 	p := startHTTP(t, dir)
 	base := strings.TrimSuffix(p.url, "/mcp")
-	var body string
-	for deadline := time.Now().Add(testTimeout); ; {
+	body := testkit.Await(t, "/healthz shows the failure", func() string {
 		resp, err := http.Get(base + "/healthz")
 		if err != nil {
 			t.Fatal(err)
 		}
-		body = readAll(t, resp.Body)
-		resp.Body.Close()
-		if strings.Contains(body, "auth failed") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz never showed the failure:\n%s", body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer resp.Body.Close()
+		return readAll(t, resp.Body)
+	}, func(body string) bool { return strings.Contains(body, "auth failed") })
 	if !strings.Contains(body, "****") {
 		t.Errorf("/healthz: %s", body)
 	}
@@ -128,8 +120,7 @@ func TestInterpolatedSecretsMaskedEverywhere(t *testing.T) {
 	hidden("check", out+errOut)
 
 	p := startHTTP(t, dir)
-	var body string
-	for deadline := time.Now().Add(testTimeout); ; time.Sleep(50 * time.Millisecond) {
+	testkit.Eventually(t, "every server failed", func() bool {
 		_, h := healthz(t, p)
 		failed := 0
 		for _, s := range h.Servers {
@@ -137,46 +128,23 @@ func TestInterpolatedSecretsMaskedEverywhere(t *testing.T) {
 				failed++
 			}
 		}
-		if failed == 3 {
-			resp, err := http.Get(p.url + "/healthz")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body = readAll(t, resp.Body)
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not every server failed: %+v", h)
-		}
+		return failed == 3
+	})
+	resp, err := http.Get(p.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
 	}
+	body := readAll(t, resp.Body)
+	resp.Body.Close()
 	hidden("/healthz", body)
 	p.logs.waitFor(t, regexp.MustCompile(`bad arguments`))
 	hidden("the log", p.logs.String())
 }
 
 // rawPost sends one JSON-RPC message as a Streamable HTTP client would.
-func rawPost(t *testing.T, url, body string, header map[string]string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
+var rawPost = testkit.Post
 
-const initRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+const initRequest = testkit.InitializeRequest
 
 // Token from token_file (trimmed), 401 with WWW-Authenticate without it,
 // 403 for a foreign Origin, 413 over max_request_bytes, /healthz open.

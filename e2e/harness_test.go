@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // testTimeout bounds every wait in these tests; nothing should come near it.
@@ -48,21 +50,9 @@ func longTestContext(t *testing.T) context.Context {
 }
 
 // writeConfig creates a config directory: keys are paths inside it
-// ("mcpmux.yaml", "tool/x.yaml").
-func writeConfig(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+// ("mcpmux.yaml", "tool/x.yaml"). (A name of its own for the many tests
+// that use it.)
+var writeConfig = testkit.WriteDir
 
 // fixture returns the YAML of a tool server running a fixture mode, plus
 // extra lines.
@@ -354,15 +344,8 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.C
 	return res
 }
 
-func resultText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
+// resultText is the text items of a result, one a line.
+var resultText = testkit.Text
 
 // runMcpmux runs a one-shot command (check, tools, version) and returns
 // its stdout, stderr and exit code.
@@ -398,13 +381,7 @@ func alive(pid int) bool {
 // waitGone polls until pid no longer runs.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still running", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, fmt.Sprintf("process %d has ended", pid), func() bool { return !alive(pid) })
 }
 
 var _ io.Writer = (*logBuffer)(nil)

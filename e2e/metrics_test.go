@@ -8,11 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // getMetrics GETs /metrics of an HTTP mcpmux with the given Authorization.
@@ -142,15 +143,9 @@ func TestMetricsScrapedOverHTTP(t *testing.T) {
 
 	// A session counts from its initialized notification, which the
 	// client does not wait for: poll.
-	deadline := time.Now().Add(testTimeout)
-	for {
+	testkit.Eventually(t, `mcpmux_client_sessions{profile=""} is 1`, func() bool {
 		_, fams := getMetrics(t, p, "Bearer tok")
-		if v, _ := metricValue(fams, "mcpmux_client_sessions", "profile", ""); v == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("mcpmux_client_sessions{profile=\"\"} never became 1")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		v, _ := metricValue(fams, "mcpmux_client_sessions", "profile", "")
+		return v == 1
+	})
 }

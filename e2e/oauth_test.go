@@ -13,11 +13,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/internal/oauthtest"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // protectedNotes is a remote MCP server behind OAuth, as a hosted one
@@ -226,22 +226,15 @@ func loginHeadless(t *testing.T, dir string, env []string, as *oauthtest.Server)
 // waitServerState polls /healthz until server is in state.
 func waitServerState(t *testing.T, p *process, server, state string) (st struct{ State, Error string }) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
+	return testkit.Await(t, server+" is "+state, func() (st struct{ State, Error string }) {
 		_, h := healthz(t, p)
 		for _, s := range h.Servers {
 			if s.Name == server {
 				st.State, st.Error = s.State, s.Error
 			}
 		}
-		if st.State == state {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is %q (%s), not %q", server, st.State, st.Error, state)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return st
+	}, func(st struct{ State, Error string }) bool { return st.State == state })
 }
 
 // startHTTPEnv is startHTTP with extra environment variables.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // TestRemoteServers aggregates url: servers: Streamable HTTP, a URL that
@@ -88,22 +90,12 @@ func TestCrashedServerRestarts(t *testing.T) {
 		t.Errorf("other server after the crash: %q", got)
 	}
 	// Poll until the restarted child answers.
-	deadline := time.Now().Add(testTimeout)
-	for {
-		res := callTool(t, cs, "echo__pid", nil)
-		if !res.IsError {
-			if resultText(res) == resultText(pid) {
-				t.Fatalf("same pid %s after a crash", resultText(pid))
-			}
-			if _, err := strconv.Atoi(resultText(res)); err != nil {
-				t.Fatalf("pid = %q", resultText(res))
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server never came back: %q", resultText(res))
-		}
-		time.Sleep(50 * time.Millisecond)
+	res = testkit.Await(t, "the server is back", func() *mcp.CallToolResult { return callTool(t, cs, "echo__pid", nil) }, func(res *mcp.CallToolResult) bool { return !res.IsError })
+	if resultText(res) == resultText(pid) {
+		t.Fatalf("same pid %s after a crash", resultText(pid))
+	}
+	if _, err := strconv.Atoi(resultText(res)); err != nil {
+		t.Fatalf("pid = %q", resultText(res))
 	}
 	if names := toolNames(t, cs); !slices.Contains(names, "echo__echo") {
 		t.Errorf("tools after restart: %v", names)

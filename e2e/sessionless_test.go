@@ -50,24 +50,13 @@ func checkEverything(t *testing.T, cs *mcp.ClientSession, want string) {
 	if !slices.Contains(names, "ev__echo") || !slices.Contains(names, "ev__trigger-elicitation-request") {
 		t.Errorf("tools: %v", names)
 	}
-	if got := callTool(t, cs, "ev__echo", map[string]any{"message": "hi"}); got.IsError || !strings.Contains(textOf(got), "hi") {
+	if got := callTool(t, cs, "ev__echo", map[string]any{"message": "hi"}); got.IsError || !strings.Contains(resultText(got), "hi") {
 		t.Errorf("echo: %+v", got)
 	}
 	got := callTool(t, cs, "ev__trigger-elicitation-request", map[string]any{})
-	if got.IsError || !strings.Contains(textOf(got), "Ada") {
-		t.Errorf("elicitation: %q, want the server's answer with the client's", textOf(got))
+	if got.IsError || !strings.Contains(resultText(got), "Ada") {
+		t.Errorf("elicitation: %q, want the server's answer with the client's", resultText(got))
 	}
-}
-
-// textOf joins the text content of a result.
-func textOf(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
 
 // A go-sdk v1.8.0 client negotiates 2026-07-28 with mcpmux (no refused

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // The transparency suite: one set of checks, run against a server
@@ -45,22 +47,19 @@ func newRecorder() *recorder { return &recorder{updated: make(chan string, 10)} 
 // they may trail it.
 func (r *recorder) take(t *testing.T, n int, logs bool) (progress []string, tokens []any, messages []string) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
+	testkit.Eventually(t, fmt.Sprintf("%d notifications reached the client", n), func() bool {
 		r.mu.Lock()
-		got := len(r.progress)
+		defer r.mu.Unlock()
 		if logs {
-			got = len(r.logs)
+			return len(r.logs) >= n
 		}
-		if got >= n || time.Now().After(deadline) {
-			progress, tokens, messages = r.progress, r.tokens, r.logs
-			r.progress, r.tokens, r.logs = nil, nil, nil
-			r.mu.Unlock()
-			return
-		}
-		r.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(r.progress) >= n
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	progress, tokens, messages = r.progress, r.tokens, r.logs
+	r.progress, r.tokens, r.logs = nil, nil, nil
+	return
 }
 
 // transparentClient is the same client both ways: it samples, elicits and
@@ -362,21 +361,23 @@ func everythingChecks(t *testing.T, tg *target) observations {
 
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, path+" appears", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 // viaStdio connects through an mcpmux serving cfg (a tool file for a
 // server named "x").
 func viaStdio(t *testing.T, cfg string) *target {
+	cmd, _ := mcpmuxCommand(t, cfg)
+	return connectTarget(t, &mcp.CommandTransport{Command: cmd}, "x__")
+}
+
+// mcpmuxCommand is the command of an mcpmux serving cfg (the tool file
+// of a server named "x") over stdio, and its log, shown should the test
+// fail.
+func mcpmuxCommand(t *testing.T, cfg string) (*exec.Cmd, *logBuffer) {
 	dir := writeConfig(t, map[string]string{"tool/x.yaml": cfg})
 	cmd := exec.Command(mcpmuxBin, "--config", dir)
 	logs := newLogBuffer()
@@ -386,7 +387,7 @@ func viaStdio(t *testing.T, cfg string) *target {
 			t.Logf("mcpmux log:\n%s", logs.String())
 		}
 	})
-	return connectTarget(t, &mcp.CommandTransport{Command: cmd}, "x__")
+	return cmd, logs
 }
 
 func viaHTTP(t *testing.T, cfg string) *target {

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // watchingEngine is an engine whose sessions the front tracks, as
@@ -70,7 +71,7 @@ func TestCancelledCallGetsNoAnswer(t *testing.T) {
 			resp.Body.Close()
 			session := resp.Header.Get("Mcp-Session-Id")
 			post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
-			waitUntil(t, "the session is tracked", func() bool { return f.sessions.count() == 1 })
+			testkit.Eventually(t, "the session is tracked", func() bool { return f.sessions.count() == 1 })
 
 			call := post(session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait","arguments":{}}}`)
 			defer call.Body.Close()

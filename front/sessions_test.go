@@ -11,17 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
-
-// waitUntil polls cond, bounded by the test timeout of an e2e wait.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-	}
-}
 
 // initializedSession connects a client to a plain go-sdk server over
 // Streamable HTTP and returns the server's side of the session.
@@ -66,7 +57,7 @@ func TestSessionIdleOnlyWithoutRequests(t *testing.T) {
 		t.Fatal("a session with a request open was closed")
 	}
 	end()
-	waitUntil(t, "the idle session is closed", func() bool { return tr.count() == 0 })
+	testkit.Eventually(t, "the idle session is closed", func() bool { return tr.count() == 0 })
 }
 
 // The place admit holds for an initialize becomes its session's when the

@@ -31,17 +31,15 @@ import (
 // sseRetry is the reconnection delay clients are given.
 const sseRetry = time.Second
 
-// keepaliveInterval is how often an open event stream gets a comment; tests
-// shorten it.
-var keepaliveInterval = 25 * time.Second
+// keepaliveInterval is how often an open event stream gets a comment.
+const keepaliveInterval = 25 * time.Second
 
 // primingDelay is how long the priming event of a call's stream may wait
 // for the call's answer, to go out with it in one write: most calls answer
 // within it, and one write instead of two is cheaper for mcpmux and its
 // client. A longer call gets its headers and priming event when it runs
-// out, which is what matters to a client waiting for headers. Tests
-// change it.
-var primingDelay = 50 * time.Millisecond
+// out, which is what matters to a client waiting for headers.
+const primingDelay = 50 * time.Millisecond
 
 // primingPrefix starts the go-sdk's priming event.
 var primingPrefix = []byte("event: prime\n")

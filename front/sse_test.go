@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -72,30 +73,37 @@ func (r *flushRecorder) flushCount() int {
 	return r.flushes
 }
 
+// Time is the bubble's: the writer's own delays are tested, not shortened
+// ones.
 func TestSSEWriterAddsRetryAndKeepalive(t *testing.T) {
-	defer func(d, p time.Duration) { keepaliveInterval, primingDelay = d, p }(keepaliveInterval, primingDelay)
-	keepaliveInterval, primingDelay = time.Millisecond, time.Millisecond
-	rec := newFlushRecorder()
-	w := newSSEWriter(rec)
-	w.Header().Set("Content-Type", "text/event-stream")
-	if _, err := w.Write([]byte("event: prime\nid: s_0\ndata: \n\n")); err != nil {
-		t.Fatal(err)
-	}
-	w.Flush()
-	<-rec.wrote // the priming event
-	<-rec.wrote // the retry field
-	<-rec.wrote // a keepalive comment
-	w.finish()
-	got := rec.String()
-	if !strings.HasPrefix(got, "event: prime\nid: s_0\ndata: \n\nretry: 1000\n\n: keepalive\n\n") {
-		t.Errorf("stream = %q, want the priming event, the retry field, then keepalive comments", got)
-	}
-	if _, err := w.Write([]byte("late")); err == nil {
-		t.Error("a write after the handler returned went through")
-	}
-	if strings.Contains(rec.String(), "late") {
-		t.Error("a write after the handler returned reached the connection")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		rec := newFlushRecorder()
+		w := newSSEWriter(rec)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if _, err := w.Write([]byte("event: prime\nid: s_0\ndata: \n\n")); err != nil {
+			t.Fatal(err)
+		}
+		w.Flush()
+		<-rec.wrote // the priming event
+		<-rec.wrote // the retry field
+		time.Sleep(primingDelay + keepaliveInterval - time.Millisecond)
+		synctest.Wait()
+		if got := rec.String(); strings.Contains(got, "keepalive") {
+			t.Errorf("a keepalive comment before %v: %q", keepaliveInterval, got)
+		}
+		<-rec.wrote // a keepalive comment
+		w.finish()
+		got := rec.String()
+		if !strings.HasPrefix(got, "event: prime\nid: s_0\ndata: \n\nretry: 1000\n\n: keepalive\n\n") {
+			t.Errorf("stream = %q, want the priming event, the retry field, then keepalive comments", got)
+		}
+		if _, err := w.Write([]byte("late")); err == nil {
+			t.Error("a write after the handler returned went through")
+		}
+		if strings.Contains(rec.String(), "late") {
+			t.Error("a write after the handler returned reached the connection")
+		}
+	})
 }
 
 func TestSSEWriterLeavesOtherResponsesAlone(t *testing.T) {
@@ -113,37 +121,43 @@ func TestSSEWriterLeavesOtherResponsesAlone(t *testing.T) {
 // answer in one flush; one that does not gets its priming event (and so
 // its headers) when the delay runs out, and keepalive comments after.
 func TestSSEWriterHoldsPrimingForTheAnswer(t *testing.T) {
-	defer func(d, p time.Duration) { keepaliveInterval, primingDelay = d, p }(keepaliveInterval, primingDelay)
-	keepaliveInterval, primingDelay = time.Hour, time.Hour
-	quick := newFlushRecorder()
-	w := newSSEWriter(quick)
-	w.Header().Set("Content-Type", "text/event-stream")
-	_, _ = w.Write([]byte("event: prime\nid: s_0\ndata: \n\n"))
-	w.Flush()
-	if n := quick.flushCount(); n != 0 {
-		t.Errorf("the priming event alone was flushed (%d flushes)", n)
-	}
-	_, _ = w.Write([]byte("event: message\nid: s_1\ndata: {}\n\n"))
-	w.Flush()
-	w.finish()
-	if n := quick.flushCount(); n != 1 {
-		t.Errorf("priming event and answer took %d flushes, want 1", n)
-	}
-	if got := quick.String(); got != "event: prime\nid: s_0\ndata: \n\nretry: 1000\n\nevent: message\nid: s_1\ndata: {}\n\n" {
-		t.Errorf("stream = %q", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		quick := newFlushRecorder()
+		w := newSSEWriter(quick)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: prime\nid: s_0\ndata: \n\n"))
+		w.Flush()
+		time.Sleep(primingDelay - time.Millisecond) // the answer comes just in time
+		synctest.Wait()
+		if n := quick.flushCount(); n != 0 {
+			t.Errorf("the priming event alone was flushed (%d flushes)", n)
+		}
+		_, _ = w.Write([]byte("event: message\nid: s_1\ndata: {}\n\n"))
+		w.Flush()
+		w.finish()
+		if n := quick.flushCount(); n != 1 {
+			t.Errorf("priming event and answer took %d flushes, want 1", n)
+		}
+		if got := quick.String(); got != "event: prime\nid: s_0\ndata: \n\nretry: 1000\n\nevent: message\nid: s_1\ndata: {}\n\n" {
+			t.Errorf("stream = %q", got)
+		}
 
-	primingDelay, keepaliveInterval = time.Millisecond, time.Millisecond
-	slow := newFlushRecorder()
-	w = newSSEWriter(slow)
-	w.Header().Set("Content-Type", "text/event-stream")
-	_, _ = w.Write([]byte("event: prime\nid: s_0\ndata: \n\n"))
-	w.Flush()
-	<-slow.wrote // the priming event
-	<-slow.wrote // the retry field
-	<-slow.wrote // a keepalive comment, written once the priming event went out
-	w.finish()
-	if n := slow.flushCount(); n < 2 {
-		t.Errorf("a call without an answer: %d flushes, want the priming event's and a keepalive's", n)
-	}
+		slow := newFlushRecorder()
+		w = newSSEWriter(slow)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: prime\nid: s_0\ndata: \n\n"))
+		w.Flush()
+		time.Sleep(primingDelay)
+		synctest.Wait()
+		if n := slow.flushCount(); n != 1 {
+			t.Errorf("a call without an answer after %v: %d flushes, want its priming event's", primingDelay, n)
+		}
+		<-slow.wrote // the priming event
+		<-slow.wrote // the retry field
+		<-slow.wrote // a keepalive comment, written once the priming event went out
+		w.finish()
+		if n := slow.flushCount(); n != 2 {
+			t.Errorf("a call without an answer: %d flushes, want the priming event's and a keepalive's", n)
+		}
+	})
 }

@@ -3,7 +3,6 @@ package front
 import (
 	"bytes"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,23 +10,13 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
-
-func writeFile(t *testing.T, path, content string) string {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func TestHTTPTokenSources(t *testing.T) {
 	dir := t.TempDir()
-	flagFile := writeFile(t, filepath.Join(dir, "flag.token"), "  from-flag-file \n")
-	cfgFile := writeFile(t, filepath.Join(dir, "cfg.token"), "# tokens, one per line\nalice-token\n\n  bob-token\n")
+	flagFile := testkit.WriteFile(t, filepath.Join(dir, "flag.token"), "  from-flag-file \n")
+	cfgFile := testkit.WriteFile(t, filepath.Join(dir, "cfg.token"), "# tokens, one per line\nalice-token\n\n  bob-token\n")
 	settings := &config.Settings{TokenFile: cfgFile, File: "mcpmux.yaml"}
 
 	for _, c := range []struct {
@@ -54,8 +43,8 @@ func TestHTTPTokenSources(t *testing.T) {
 		want     string
 	}{
 		{TokenSources{File: filepath.Join(dir, "missing")}, &config.Settings{}, "--token-file: cannot read the token file"},
-		{TokenSources{File: writeFile(t, filepath.Join(dir, "empty"), "\n \n# none\n")}, &config.Settings{}, "holds no token"},
-		{TokenSources{}, &config.Settings{TokenFile: writeFile(t, filepath.Join(dir, "spaced"), "two words\n"), File: "mcpmux.yaml"}, "token_file in mcpmux.yaml: " + filepath.Join(dir, "spaced") + ":1: a token must not contain whitespace"},
+		{TokenSources{File: testkit.WriteFile(t, filepath.Join(dir, "empty"), "\n \n# none\n")}, &config.Settings{}, "holds no token"},
+		{TokenSources{}, &config.Settings{TokenFile: testkit.WriteFile(t, filepath.Join(dir, "spaced"), "two words\n"), File: "mcpmux.yaml"}, "token_file in mcpmux.yaml: " + filepath.Join(dir, "spaced") + ":1: a token must not contain whitespace"},
 		{TokenSources{Flag: "a b"}, &config.Settings{}, "must not be blank or contain whitespace"},
 		{TokenSources{Flag: " \t"}, &config.Settings{}, "must not be blank or contain whitespace"},
 	} {
@@ -74,7 +63,7 @@ func TestHTTPTokenSources(t *testing.T) {
 // says so once.
 func TestTokenRotationKeepsTheTokensInForceOnAProblem(t *testing.T) {
 	dir := t.TempDir()
-	file := writeFile(t, filepath.Join(dir, "tokens"), "first\n")
+	file := testkit.WriteFile(t, filepath.Join(dir, "tokens"), "first\n")
 	settings := &config.Settings{TokenFile: file, File: "mcpmux.yaml"}
 	var logBuf bytes.Buffer
 	log := logs.Masked(slog.New(slog.NewTextHandler(&logBuf, nil)), &logs.Masker{})
@@ -83,13 +72,13 @@ func TestTokenRotationKeepsTheTokensInForceOnAProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	writeFile(t, file, "second\nthird\n")
+	testkit.WriteFile(t, file, "second\nthird\n")
 	r.Reload(settings)
 	if !slices.Equal(r.current, []string{"second", "third"}) {
 		t.Errorf("after a rotation the tokens are %q", r.current)
 	}
 	for _, broken := range []string{"\n# none\n", "two words\n"} {
-		writeFile(t, file, broken)
+		testkit.WriteFile(t, file, broken)
 		r.Reload(settings)
 		r.Reload(settings)
 	}

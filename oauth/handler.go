@@ -77,7 +77,7 @@ func NewHandler(srv *config.Server, store *Store, opts *HandlerOptions) (Handler
 	case config.AuthClientCredentials:
 		return newCredentialsHandler(srv, hc, store.masker())
 	case config.AuthTokenFile:
-		return &fileHandler{server: srv.Name, path: srv.Auth.TokenFile, mask: store.masker()}, nil
+		return &fileHandler{server: srv.Name, path: srv.Auth.TokenFile, mask: store.masker(), poll: store.changePoll()}, nil
 	}
 	return nil, fmt.Errorf("unknown auth type %q", srv.Auth.Type)
 }
@@ -385,6 +385,7 @@ func (e *NeedsLoginError) Error() string {
 type fileHandler struct {
 	server, path string
 	mask         *logs.Masker
+	poll         time.Duration // how often WaitChanged looks at the file
 
 	mu    sync.Mutex
 	stamp stamp
@@ -441,7 +442,7 @@ func (h *fileHandler) WaitChanged(ctx context.Context) error {
 	h.mu.Lock()
 	since := h.stamp
 	h.mu.Unlock()
-	return waitFileChange(ctx, h.path, since)
+	return waitFileChange(ctx, h.path, since, h.poll)
 }
 
 func (h *fileHandler) Close() error { return nil }

@@ -215,12 +215,9 @@ func TestConcurrentRefreshAcrossStores(t *testing.T) {
 }
 
 func TestNeedsLoginReasons(t *testing.T) {
-	old := changePoll
-	changePoll = 10 * time.Millisecond
-	t.Cleanup(func() { changePoll = old })
 	as := oauthtest.NewServer(t, oauthtest.Options{})
 	cfg := serverConfig(t, protected(t, as), "oauth")
-	store := NewStore(t.TempDir(), nil)
+	store := NewStore(t.TempDir(), &StoreOptions{ChangePoll: 10 * time.Millisecond})
 	h, err := NewHandler(cfg, store, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,9 @@ type StoreOptions struct {
 	// HTTPClient makes the token requests of refreshes; nil means one
 	// with a 30s timeout.
 	HTTPClient *http.Client
+	// ChangePoll is how often a token file is looked at while waiting for
+	// a login to write it; zero means DefaultChangePoll.
+	ChangePoll time.Duration
 }
 
 // Store keeps the OAuth tokens of servers, one file per server under
@@ -77,6 +80,7 @@ type Store struct {
 	mask *logs.Masker
 	log  *slog.Logger
 	hc   *http.Client
+	poll time.Duration // StoreOptions.ChangePoll
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -89,7 +93,10 @@ func NewStore(dir string, opts *StoreOptions) *Store {
 	if opts == nil {
 		opts = &StoreOptions{}
 	}
-	s := &Store{mask: opts.Mask, log: opts.Logger, hc: opts.HTTPClient, entries: map[string]*entry{}}
+	s := &Store{mask: opts.Mask, log: opts.Logger, hc: opts.HTTPClient, poll: opts.ChangePoll, entries: map[string]*entry{}}
+	if s.poll <= 0 {
+		s.poll = DefaultChangePoll
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -193,6 +200,14 @@ func (s *Store) masker() *logs.Masker {
 		return nil
 	}
 	return s.mask
+}
+
+// changePoll is StoreOptions.ChangePoll, or its default without a store.
+func (s *Store) changePoll() time.Duration {
+	if s == nil {
+		return DefaultChangePoll
+	}
+	return s.poll
 }
 
 // learn teaches the masker the secrets of rec.

@@ -237,19 +237,19 @@ func (e *entry) waitChanged(ctx context.Context) error {
 	e.mu.Lock()
 	since := e.stamp
 	e.mu.Unlock()
-	return waitFileChange(ctx, e.path, since)
+	return waitFileChange(ctx, e.path, since, e.store.changePoll())
 }
 
-// changePoll is how often a file is looked at while waiting for it to
-// change; tests shorten it. A stat a second per server that needs login
-// costs nothing, works on every file system (inotify does not see a
-// volume's files replaced from outside a container), and makes a login
-// take effect within a second.
-var changePoll = time.Second
+// DefaultChangePoll is how often a file is looked at while waiting for it
+// to change. A stat a second per server that needs login costs nothing,
+// works on every file system (inotify does not see a volume's files
+// replaced from outside a container), and makes a login take effect
+// within a second.
+const DefaultChangePoll = time.Second
 
-// waitFileChange polls path until its stamp is not since.
-func waitFileChange(ctx context.Context, path string, since stamp) error {
-	t := time.NewTicker(changePoll)
+// waitFileChange polls path every poll until its stamp is not since.
+func waitFileChange(ctx context.Context, path string, since stamp, poll time.Duration) error {
+	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
 		st, _ := stampOf(path)

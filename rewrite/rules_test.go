@@ -51,8 +51,6 @@ func call(name string, args string) *Call {
 	return &Call{Name: name, Server: server, Tool: tool, Args: json.RawMessage(args), Session: "s1", Task: "t1"}
 }
 
-func textOf(res *mcp.CallToolResult) string { return ResultText(res) }
-
 func TestCompileErrors(t *testing.T) {
 	ok := func(s Spec) []*Spec { return []*Spec{seedRules[0], &s} }
 	for _, tt := range []struct {
@@ -133,8 +131,8 @@ func TestRefuse(t *testing.T) {
 		if res != nil {
 			refusals++
 		}
-		if res != nil && (!res.IsError || !strings.HasPrefix(textOf(res), "You are trying") && !strings.HasPrefix(textOf(res), "Do not search")) {
-			t.Errorf("%s: refusal = %+v %q", tt.tool, res.IsError, textOf(res))
+		if res != nil && (!res.IsError || !strings.HasPrefix(ResultText(res), "You are trying") && !strings.HasPrefix(ResultText(res), "Do not search")) {
+			t.Errorf("%s: refusal = %+v %q", tt.tool, res.IsError, ResultText(res))
 		}
 	}
 	if hits["refused no-benchmark-answers"]+hits["refused no-benchmark-links"] != refusals || hits["refused no-benchmark-links"] != 1 {
@@ -156,8 +154,8 @@ func TestRedact(t *testing.T) {
 	}
 	got := r.After(context.Background(), call("search__google_search", `{"q": "gaia"}`), res, nil)
 	want := "[Rewrite rule 'no-benchmark-links' removed 3 link(s) to blocked pages from this result] 1. GAIA answers [link removed].\n2. Paper https://arxiv.org/abs/2311.12983\n3. [mirror]([link removed])"
-	if textOf(got) != want {
-		t.Errorf("redacted text:\n%s\nwant:\n%s", textOf(got), want)
+	if ResultText(got) != want {
+		t.Errorf("redacted text:\n%s\nwant:\n%s", ResultText(got), want)
 	}
 	sc, _ := json.Marshal(got.StructuredContent)
 	if string(sc) != `{"results":[{"link":"[link removed]"},{"link":"https://example.com"}]}` {
@@ -165,11 +163,11 @@ func TestRedact(t *testing.T) {
 	}
 	// A tool the rule does not name keeps its links; so does a result with none.
 	clean := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "https://huggingface.co/datasets/x"}}}
-	if textOf(r.After(context.Background(), call("files__read", `{}`), clean, nil)) != "https://huggingface.co/datasets/x" {
+	if ResultText(r.After(context.Background(), call("files__read", `{}`), clean, nil)) != "https://huggingface.co/datasets/x" {
 		t.Error("redacted a tool no rule names")
 	}
 	plain := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no links https://huggingface.co/models/x"}}}
-	if textOf(r.After(context.Background(), call("search__google_search", `{}`), plain, nil)) != "no links https://huggingface.co/models/x" {
+	if ResultText(r.After(context.Background(), call("search__google_search", `{}`), plain, nil)) != "no links https://huggingface.co/models/x" {
 		t.Error("changed a result without blocked links")
 	}
 }
@@ -232,14 +230,14 @@ func TestFallback(t *testing.T) {
 			env := &Env{Call: func(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
 				calls = append(calls, fallbackCall{name, string(args)})
 				// The fallback's own failure goes to no further fallback.
-				if again := r.After(ctx, call("x__scrape", `{"url": "u"}`), failed("unhandled errors"), nil); textOf(again) != "unhandled errors" {
-					t.Errorf("a fallback's failure went to another fallback: %q", textOf(again))
+				if again := r.After(ctx, call("x__scrape", `{"url": "u"}`), failed("unhandled errors"), nil); ResultText(again) != "unhandled errors" {
+					t.Errorf("a fallback's failure went to another fallback: %q", ResultText(again))
 				}
 				return tt.answer
 			}}
 			got := r.After(context.Background(), call(tt.tool, tt.args), tt.res, env)
-			if textOf(got) != tt.want {
-				t.Errorf("result %q, want %q", textOf(got), tt.want)
+			if ResultText(got) != tt.want {
+				t.Errorf("result %q, want %q", ResultText(got), tt.want)
 			}
 			if len(calls) != len(tt.wantCalls) {
 				t.Fatalf("fallback calls %v, want %v", calls, tt.wantCalls)

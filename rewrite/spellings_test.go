@@ -67,20 +67,12 @@ func TestDelimiterDotSegments(t *testing.T) {
 			"https://huggingface.co/models" + d + "/x",
 			"see https://huggingface.co/models/x" + d + " and ./notes/../y",
 		} {
-			if r.Before(call("web__scrape_website", mustJSON(t, map[string]any{"url": text})), nil) != nil {
+			args, _ := json.Marshal(map[string]string{"url": text}) // a string always encodes
+			if r.Before(call("web__scrape_website", string(args)), nil) != nil {
 				t.Errorf("%q is refused", text)
 			}
 		}
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // TestRedactReadsPastDelimiters: a link that resolves to a blocked page
@@ -88,7 +80,7 @@ func mustJSON(t *testing.T, v any) string {
 func TestRedactReadsPastDelimiters(t *testing.T) {
 	r := mustCompile(t, seedRules)
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "see https://huggingface.co/models'/../datasets/gaia now, or https://huggingface.co/models/x (a/../b)"}}}
-	got := textOf(r.After(context.Background(), call("search__google_search", `{}`), res, nil))
+	got := ResultText(r.After(context.Background(), call("search__google_search", `{}`), res, nil))
 	want := "[Rewrite rule 'no-benchmark-links' removed 1 link(s) to blocked pages from this result] see [link removed] now, or https://huggingface.co/models/x (a/../b)"
 	if got != want {
 		t.Errorf("redacted:\n%s\nwant:\n%s", got, want)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/oauthtest"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 	"github.com/mcpmux/mcpmux/oauth"
 )
 
@@ -77,7 +78,7 @@ func call(t *testing.T, s *Server) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return resultText(res), nil
+	return testkit.RawText(res), nil
 }
 
 func TestOAuthLoginThenServe(t *testing.T) {

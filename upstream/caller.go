@@ -88,7 +88,7 @@ func (c *conn) begin(token string, r *inflight) func() {
 		// The SDK hands a server's notifications to their handler apart
 		// from its answers, so progress sent before the answer may be
 		// handled just after it: keep routing the token for a moment.
-		time.AfterFunc(progressLinger, func() {
+		time.AfterFunc(c.srv.opts.Timing.progressLinger(), func() {
 			c.mu.Lock()
 			delete(c.requests, token)
 			c.mu.Unlock()
@@ -104,10 +104,6 @@ func (c *conn) detach(r *inflight) {
 	r.caller = nil
 	c.mu.Unlock()
 }
-
-// progressLinger is how long a finished request's progress token is still
-// routed; tests shorten it.
-var progressLinger = 2 * time.Second
 
 var (
 	errNoCaller  = errors.New("mcpmux forwards this request only while a client's call is running on the server")
@@ -194,7 +190,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 				r.progress(ctx, req.Params)
 			}
 		},
-		KeepAlive:                 keepAliveInterval,
+		KeepAlive:                 s.opts.Timing.keepAlive(),
 		KeepAliveFailureThreshold: keepAliveFailures,
 		Logger:                    s.sdkLog,
 	}

@@ -39,10 +39,6 @@ func (srv *Server) offeredProtocol() string {
 	return config.Protocol2026
 }
 
-// keepAliveInterval is how often a quiet session is pinged; tests shorten
-// it.
-var keepAliveInterval = 30 * time.Second
-
 const (
 	keepAliveFailures  = 3
 	terminateGrace     = 2 * time.Second // after closing stdin, before SIGTERM

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // headerLog records the credential headers of the requests a server got.
@@ -116,16 +117,9 @@ func TestCrossOriginSSEEndpointRefused(t *testing.T) {
 	}))
 	t.Cleanup(sse.Close)
 	s := startRemote(t, fmt.Sprintf("name: r\ntype: sse\nurl: %s/sse\nheaders: {X-Api-Key: k3y}\nconnect_timeout: 5s\n", sse.URL))
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if st := s.Status(); st.Error != "" {
-			if !strings.Contains(st.Error, "another origin") {
-				t.Errorf("status error %q does not say the endpoint is on another origin", st.Error)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never failed: %+v", s.Status())
-		}
+	st := testkit.Await(t, "the connection failed", s.Status, func(st Status) bool { return st.Error != "" })
+	if !strings.Contains(st.Error, "another origin") {
+		t.Errorf("status error %q does not say the endpoint is on another origin", st.Error)
 	}
 	if seen, n := other.get(); n > 0 {
 		t.Errorf("the other origin got %d requests (credentials %q)", n, seen)

@@ -158,7 +158,7 @@ func (c *conn) runTask(ctx context.Context, params *mcp.CallToolParams, token st
 	if deadline, ok := ctx.Deadline(); ok {
 		task = fmt.Appendf(nil, `{"ttl":%d}`, (time.Until(deadline) + taskRetention).Milliseconds())
 	}
-	res, err := c.rawCall(ctx, "tools/call", &taskCall{params, task})
+	res, err := c.createTask(ctx, &taskCall{params, task})
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +176,45 @@ func (c *conn) runTask(ctx context.Context, params *mcp.CallToolParams, token st
 		go c.cancelTask(context.WithoutCancel(ctx), t.ID)
 	}
 	return res, err
+}
+
+// createTask sends the task-augmented tools/call of runTask. A task
+// augmented request is not cancelled with notifications/cancelled but
+// with tasks/cancel (MCP 2025-11-25, cancellation), which needs the task's
+// id: so when ctx ends before the CreateTaskResult has come, the request
+// is left running, its answer awaited for cancelNotifyTimeout more, and
+// the task it created cancelled. Else a task created just as its call
+// ended would run on, with nobody to fetch its result.
+func (c *conn) createTask(ctx context.Context, call *taskCall) (json.RawMessage, error) {
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	// Buffered: the request may outlive the call.
+	done := make(chan answer, 1)
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		res, err := c.rawCall(rctx, "tools/call", call)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		stop()
+		return a.res, a.err
+	case <-ctx.Done():
+	}
+	go func() {
+		// Past this wait the request is given up (notifications/cancelled:
+		// the only way left to stop what it started).
+		late := time.AfterFunc(cancelNotifyTimeout, stop)
+		a := <-done
+		late.Stop()
+		stop()
+		if t, ok := CreatedTask(a.res); ok && a.err == nil {
+			c.cancelTask(context.WithoutCancel(ctx), t.ID)
+		}
+	}()
+	return nil, ctx.Err()
 }
 
 // cancelTask asks the server to cancel a task mcpmux ran itself, whose

@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/tasktest"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // taskCaller is a client of the tests: it answers elicitations with its
@@ -93,6 +94,7 @@ type taskServer struct {
 	release chan struct{}
 	ask     chan struct{} // a run that asks waits for it before asking
 	started chan string   // the task id (or "plain") of each run
+	timing  Timing        // the pool's
 }
 
 func newTaskServer() *taskServer {
@@ -129,10 +131,16 @@ func newTaskServer() *taskServer {
 // pool serves the task server as "x", with the given YAML.
 func (s *taskServer) pool(t *testing.T, yaml string) *Server {
 	t.Helper()
-	pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
+	return s.poolWith(t, yaml, func(tr mcp.Transport) mcp.Transport { return tr })
+}
+
+// poolWith is pool with the server's side of each connection wrapped.
+func (s *taskServer) poolWith(t *testing.T, yaml string, wrap func(mcp.Transport) mcp.Transport) *Server {
+	t.Helper()
+	pool := NewPool(&Options{Timing: s.timing, Transport: func(*config.Server) mcp.Transport {
 		ct, st := mcp.NewInMemoryTransports()
 		go func() {
-			if ss, err := s.srv.Connect(context.Background(), tasktest.Wrap(s.srv, st), nil); err == nil {
+			if ss, err := s.srv.Connect(context.Background(), wrap(tasktest.Wrap(s.srv, st)), nil); err == nil {
 				_ = ss.Wait()
 			}
 		}()
@@ -148,30 +156,13 @@ func (s *taskServer) pool(t *testing.T, yaml string) *Server {
 	return pool.Get("x")
 }
 
-func textOf(t *testing.T, raw json.RawMessage) string {
-	t.Helper()
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatalf("result %s: %v", raw, err)
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
 // A task-augmented call creates the task and is answered with its
 // CreateTaskResult; the task's requests reach the server; its status
 // notifications and what it asks reach the caller that created it, on a
 // shared connection where another client has a call running.
 func TestTaskAugmentedCallPassesThrough(t *testing.T) {
-	linger := progressLinger
-	progressLinger = time.Millisecond // the task's progress comes later
-	t.Cleanup(func() { progressLinger = linger })
 	s := newTaskServer()
+	s.timing.ProgressLinger = time.Millisecond // the task's progress comes later
 	srv := s.pool(t, "")
 	ctx := context.Background()
 	owner, other := newTaskCaller("owner"), newTaskCaller("other")
@@ -217,7 +208,7 @@ func TestTaskAugmentedCallPassesThrough(t *testing.T) {
 	owner.waitStatus(t, "working")
 	close(s.release)
 	raw = <-result
-	if got := textOf(t, raw); got != "done for owner" {
+	if got := testkit.RawText(raw); got != "done for owner" {
 		t.Errorf("task result %q, want the owner's answer", got)
 	}
 	if !strings.Contains(string(raw), `"io.modelcontextprotocol/related-task":{"taskId":"`+task.ID+`"}`) {
@@ -270,7 +261,7 @@ func TestRunTaskForPlainCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := textOf(t, raw); got != "done for plain" {
+	if got := testkit.RawText(raw); got != "done for plain" {
 		t.Errorf("result %q (%s), want the task's result with the caller's answer", got, raw)
 	}
 	if id := <-s.started; !strings.HasPrefix(id, "task-") {
@@ -290,48 +281,119 @@ func TestRunTaskForPlainCall(t *testing.T) {
 
 // A task mcpmux runs for a call that ends first (its timeout) is
 // cancelled on the server: notifications/cancelled would end the
-// tasks/result request, not the task.
+// tasks/result request, not the task. Time is the bubble's: the deadline
+// passes only once the task runs and the call waits for its result.
 func TestRunTaskCancelledWithItsCall(t *testing.T) {
-	s := newTaskServer()
-	srv := s.pool(t, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	_, err := srv.CallTool(ctx, CallParams{Request: Request{Caller: newTaskCaller("c")}, Params: &mcp.CallToolParams{Name: "work"}, RunTask: true})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("call: %v, want its deadline", err)
-	}
-	id := <-s.started
-	deadline := time.Now().Add(10 * time.Second)
-	for s.tasks.Task(id) != "cancelled" {
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s is %q, want cancelled", id, s.tasks.Task(id))
+	synctest.Test(t, func(t *testing.T) {
+		s := newTaskServer()
+		srv := s.pool(t, "")
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, err := srv.CallTool(ctx, CallParams{Request: Request{Caller: newTaskCaller("c")}, Params: &mcp.CallToolParams{Name: "work"}, RunTask: true})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call: %v, want its deadline", err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		id := <-s.started
+		wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+		defer wcancel()
+		if got, err := s.tasks.Await(wctx, id, "cancelled"); err != nil {
+			t.Fatalf("task %s is %q, want cancelled", id, got)
+		}
+	})
+}
+
+// A task whose CreateTaskResult comes only after the call that runs it
+// has ended is cancelled too: the call's end does not drop the task's
+// id on the floor.
+func TestRunTaskCreatedAsItsCallEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newTaskServer()
+		held := make(chan struct{})
+		srv := s.poolWith(t, "", func(tr mcp.Transport) mcp.Transport {
+			return &holdingTransport{Transport: tr, hold: func(m jsonrpc.Message) bool {
+				r, ok := m.(*jsonrpc.Response)
+				return ok && strings.Contains(string(r.Result), `"task":{`)
+			}, release: held}
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		called := make(chan error, 1)
+		go func() {
+			_, err := srv.CallTool(ctx, CallParams{Request: Request{Caller: newTaskCaller("c")}, Params: &mcp.CallToolParams{Name: "work"}, RunTask: true})
+			called <- err
+		}()
+		id := <-s.started // the task runs; its CreateTaskResult is held
+		cancel()
+		if err := <-called; !errors.Is(err, context.Canceled) {
+			t.Fatalf("call: %v, want it cancelled", err)
+		}
+		close(held)
+		wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+		defer wcancel()
+		if got, err := s.tasks.Await(wctx, id, "cancelled"); err != nil {
+			t.Fatalf("task %s is %q once its CreateTaskResult came late, want cancelled", id, got)
+		}
+	})
+}
+
+// holdingTransport holds what the server writes that hold matches until
+// release is closed.
+type holdingTransport struct {
+	mcp.Transport
+	hold    func(jsonrpc.Message) bool
+	release chan struct{}
+}
+
+func (h *holdingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := h.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
 	}
+	return &holdingConn{Connection: c, h: h}, nil
+}
+
+type holdingConn struct {
+	mcp.Connection
+	h *holdingTransport
+}
+
+func (c *holdingConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if c.h.hold(m) {
+		select {
+		case <-c.h.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return c.Connection.Write(ctx, m)
 }
 
 // A per-client connection that holds a task of its client is not closed
 // for being idle while the task may run.
 func TestPerClientConnectionKeptForItsTask(t *testing.T) {
-	s := newTaskServer()
-	srv := s.pool(t, "session: per-client\nidle_timeout: 200ms\n")
-	c := newTaskCaller("c")
-	r := Request{Client: "c", Caller: c}
-	raw, err := srv.CallTool(context.Background(), CallParams{Request: r, Params: &mcp.CallToolParams{Name: "work"}, Task: json.RawMessage(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, _ := CreatedTask(raw)
-	before := srv.Status().Connections
-	time.Sleep(600 * time.Millisecond) // three idle timeouts
-	if after := srv.Status().Connections; len(before) != 1 || len(after) != 1 || !after[0].Since.Equal(before[0].Since) {
-		t.Fatalf("connections %v, then %v: want the same one kept", before, after)
-	}
-	close(s.release)
-	res, err := srv.TaskRequest(context.Background(), TaskParams{Request: r, Method: "tasks/result", TaskID: task.ID})
-	if err != nil || textOf(t, res) != "done for nobody" {
-		t.Fatalf("tasks/result after idling: %s, %v (the connection, and the task with it, must be kept)", res, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := newTaskServer()
+		srv := s.pool(t, "session: per-client\nidle_timeout: 200ms\n")
+		c := newTaskCaller("c")
+		r := Request{Client: "c", Caller: c}
+		raw, err := srv.CallTool(context.Background(), CallParams{Request: r, Params: &mcp.CallToolParams{Name: "work"}, Task: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, _ := CreatedTask(raw)
+		before := srv.Status().Connections
+		// Three idle timeouts of the bubble's time, and whatever they set
+		// off done.
+		time.Sleep(600 * time.Millisecond)
+		synctest.Wait()
+		if after := srv.Status().Connections; len(before) != 1 || len(after) != 1 || !after[0].Since.Equal(before[0].Since) {
+			t.Fatalf("connections %v, then %v: want the same one kept", before, after)
+		}
+		close(s.release)
+		res, err := srv.TaskRequest(context.Background(), TaskParams{Request: r, Method: "tasks/result", TaskID: task.ID})
+		if err != nil || testkit.RawText(res) != "done for nobody" {
+			t.Fatalf("tasks/result after idling: %s, %v (the connection, and the task with it, must be kept)", res, err)
+		}
+	})
 }
 
 // A status notification read before the CreateTaskResult of its task (it
@@ -505,7 +567,7 @@ func TestServerAskedTaskRunByMcpmux(t *testing.T) {
 	}
 	<-caller.asked
 	s.reply(call.ID, `{"content":[{"type":"text","text":"ok"}]}`)
-	if raw := <-result; textOf(t, raw) != "ok" {
+	if raw := <-result; testkit.RawText(raw) != "ok" {
 		t.Errorf("call result %s", raw)
 	}
 }
@@ -624,15 +686,9 @@ func TestTaskForgottenAfterTheProgressBeforeItsLastStatus(t *testing.T) {
 		t.Fatal("the task's progress token was forgotten before its progress was handled")
 	}
 	c.gate.sawHandled()
-	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+	testkit.Eventually(t, "the task is forgotten once its progress has been handled", func() bool {
 		c.mu.Lock()
-		gone := c.requests["tok"] == nil && c.tasks["t1"] == nil
-		c.mu.Unlock()
-		if gone {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task was not forgotten once its progress had been handled")
-		}
-	}
+		defer c.mu.Unlock()
+		return c.requests["tok"] == nil && c.tasks["t1"] == nil
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // exactResult is a tool result a server encodes itself: fields and number
@@ -174,7 +175,7 @@ func TestCallResentWhenItsPostBrokeOff(t *testing.T) {
 	defer pool.Close(context.Background(), time.Second)
 	pool.Apply(context.Background(), []*config.Server{cfg}, time.Minute)
 	res, err := pool.Get("flaky").CallTool(context.Background(), CallParams{Params: &mcp.CallToolParams{Name: "echo"}})
-	if err != nil || resultText(res) != "ran" || !broke.Load() || calls.Load() != 1 {
+	if err != nil || testkit.RawText(res) != "ran" || !broke.Load() || calls.Load() != 1 {
 		t.Errorf("call = %s, %v (broke %v, ran %d times); want it sent again and run once", res, err, broke.Load(), calls.Load())
 	}
 }
@@ -216,7 +217,7 @@ func TestCallResentWhenItsPostBrokeOffAndTheServerRestarted(t *testing.T) {
 	defer pool.Close(context.Background(), time.Second)
 	pool.Apply(context.Background(), []*config.Server{cfg}, time.Minute)
 	res, err := pool.Get("restarting").CallTool(context.Background(), CallParams{Params: &mcp.CallToolParams{Name: "echo"}})
-	if err != nil || resultText(res) != "ran" || !broke.Load() || calls.Load() != 1 {
+	if err != nil || testkit.RawText(res) != "ran" || !broke.Load() || calls.Load() != 1 {
 		t.Errorf("call = %s, %v (broke %v, ran %d times); want it sent again on a new session and run once", res, err, broke.Load(), calls.Load())
 	}
 }

@@ -366,7 +366,7 @@ func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
 		// Starting, restarting, or up on a connection that is going away:
 		// wait for the outcome; for a restart, only briefly.
 		if patience == nil && state != StateStarting {
-			t := time.NewTimer(restartWait)
+			t := time.NewTimer(s.opts.Timing.restartWait())
 			defer t.Stop()
 			patience = t.C
 		}
@@ -377,13 +377,9 @@ func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
 			if lastErr != nil {
 				why = fmt.Sprintf("it is restarting after: %v;", lastErr)
 			}
-			return nil, &UnavailableError{Server: s.cfg.Name, Err: fmt.Errorf("%s it was not back within %v", why, restartWait)}
+			return nil, &UnavailableError{Server: s.cfg.Name, Err: fmt.Errorf("%s it was not back within %v", why, s.opts.Timing.restartWait())}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
 }
-
-// restartWait is how long a call waits for a restarting server to come
-// back before it fails; tests shorten it.
-var restartWait = 10 * time.Second

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // closingServer serves, over Streamable HTTP with an event store, tools
@@ -70,7 +71,7 @@ func TestResumedStreamThatStaysSilentEndsTheCall(t *testing.T) {
 	}
 
 	raw, err := srv.CallTool(ctx, params("replayed"))
-	if res := resultText(raw); err != nil || res != "replayed answer" {
+	if res := testkit.RawText(raw); err != nil || res != "replayed answer" {
 		t.Fatalf("replayed: %s, %v; want the answer the server replayed", raw, err)
 	}
 	if closedCount.Load() != 1 || time.Duration(closedWith.Load()) != 20*time.Millisecond {

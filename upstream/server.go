@@ -82,6 +82,48 @@ type Options struct {
 	// times it, how long a ping may go unanswered before the server is
 	// unresponsive (see liveness.go). Zero means DefaultLiveness.
 	Liveness time.Duration
+	// Timing holds the pool's other waits; its zero value is mcpmux's.
+	// Tests shorten them here, per pool, instead of in globals.
+	Timing Timing
+}
+
+// Timing is how long the pool waits for things; a zero field means the
+// default named beside it.
+type Timing struct {
+	// Backoff is the first delay before a server is started again
+	// (DefaultBackoff); each failure in a row doubles it, up to 64 times.
+	Backoff time.Duration
+	// KeepAlive is how often a quiet session of MCP 2025-11-25 is pinged
+	// (DefaultKeepAlive).
+	KeepAlive time.Duration
+	// RestartWait is how long a call waits for a restarting server to
+	// come back before it fails (DefaultRestartWait).
+	RestartWait time.Duration
+	// ProgressLinger is how long a finished request's progress token is
+	// still routed (DefaultProgressLinger).
+	ProgressLinger time.Duration
+}
+
+// The defaults of Timing.
+const (
+	DefaultBackoff        = 500 * time.Millisecond
+	DefaultKeepAlive      = 30 * time.Second
+	DefaultRestartWait    = 10 * time.Second
+	DefaultProgressLinger = 2 * time.Second
+)
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (t Timing) backoff() time.Duration     { return orDefault(t.Backoff, DefaultBackoff) }
+func (t Timing) keepAlive() time.Duration   { return orDefault(t.KeepAlive, DefaultKeepAlive) }
+func (t Timing) restartWait() time.Duration { return orDefault(t.RestartWait, DefaultRestartWait) }
+func (t Timing) progressLinger() time.Duration {
+	return orDefault(t.ProgressLinger, DefaultProgressLinger)
 }
 
 // GroupTracker learns the process groups of the children while they run.

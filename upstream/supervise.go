@@ -23,7 +23,7 @@ func (s *Server) start() { go s.supervise() }
 // it only probes the tool list; connections are made per client on demand.
 func (s *Server) supervise() {
 	defer close(s.done)
-	var bo backoff
+	bo := backoff{unit: s.opts.Timing.backoff()}
 	first := true
 	finishFirst := func() {
 		if first {
@@ -311,13 +311,14 @@ const stableAfter = 30 * time.Second
 const abortWait = 2 * time.Second
 
 // backoff yields exponentially growing delays with jitter.
-type backoff struct{ n int }
-
-// backoffUnit is the first delay; tests shorten it.
-var backoffUnit = 500 * time.Millisecond
+type backoff struct {
+	unit time.Duration // the first delay
+	n    int
+}
 
 func (b *backoff) next() time.Duration {
-	d := backoffUnit << min(b.n, 6) // up to 32s
+	d := b.unit << min(b.n, 6) // up to 64 times the first
+
 	b.n++
 	// ±25% jitter, so that servers failing together do not retry together.
 	return d*3/4 + rand.N(d/2)

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // flaky is an in-memory tool server that tests can crash and keep down.
@@ -30,6 +31,8 @@ type flaky struct {
 	running, peak atomic.Int32
 	started       chan struct{} // one value per block call that began
 	release       chan struct{}
+
+	timing Timing // the pool's (startFlaky)
 }
 
 func newFlaky() *flaky {
@@ -145,7 +148,7 @@ func flakyServer(t *testing.T, extra string) *config.Server {
 
 func startFlaky(t *testing.T, f *flaky, extra string, onChanged func(string)) *Server {
 	t.Helper()
-	pool := NewPool(&Options{Transport: f.transport})
+	pool := NewPool(&Options{Transport: f.transport, Timing: f.timing})
 	pool.Listen(Events{Changed: onChanged})
 	t.Cleanup(func() { pool.Close(context.Background(), time.Second) })
 	pool.Apply(context.Background(), []*config.Server{flakyServer(t, extra)}, time.Minute)
@@ -163,23 +166,7 @@ func callParams(tool string) CallParams {
 // waitState polls the server's status until ok, within a deadline.
 func waitState(t *testing.T, s *Server, what string, ok func(Status) bool) Status {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st := s.Status()
-		if ok(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; status %+v", what, st)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func shortBackoff(t *testing.T) {
-	old := backoffUnit
-	backoffUnit = 5 * time.Millisecond
-	t.Cleanup(func() { backoffUnit = old })
+	return testkit.Await(t, what, s.Status, ok)
 }
 
 func TestMaxConcurrencyQueuesCalls(t *testing.T) {
@@ -237,8 +224,8 @@ func TestUnlimitedByDefault(t *testing.T) {
 }
 
 func TestCrashAnswersInflightAndReconnects(t *testing.T) {
-	shortBackoff(t)
 	f := newFlaky()
+	f.timing.Backoff = 5 * time.Millisecond
 	s := startFlaky(t, f, "", nil)
 	errc := make(chan error, 1)
 	go func() {
@@ -261,8 +248,8 @@ func TestCrashAnswersInflightAndReconnects(t *testing.T) {
 }
 
 func TestDownServerWithdrawsToolsUntilBack(t *testing.T) {
-	shortBackoff(t)
 	f := newFlaky()
+	f.timing.Backoff = 5 * time.Millisecond
 	changed := make(chan struct{}, 10)
 	s := startFlaky(t, f, "", func(string) { changed <- struct{}{} })
 	<-changed // the initial lists
@@ -320,7 +307,7 @@ func TestStopLetsCallsFinishWithinGrace(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		res, err := s.CallTool(context.Background(), callParams("block"))
-		if err == nil && resultText(res) != "released" {
+		if err == nil && testkit.RawText(res) != "released" {
 			err = fmt.Errorf("answer %s", res)
 		}
 		errc <- err
@@ -340,11 +327,8 @@ func TestStopLetsCallsFinishWithinGrace(t *testing.T) {
 }
 
 func TestUnansweredPingsReconnect(t *testing.T) {
-	shortBackoff(t)
-	old := keepAliveInterval
-	keepAliveInterval = 50 * time.Millisecond
-	t.Cleanup(func() { keepAliveInterval = old })
 	f := newFlaky()
+	f.timing = Timing{Backoff: 5 * time.Millisecond, KeepAlive: 50 * time.Millisecond}
 	s := startFlaky(t, f, "protocol: 2025-11-25\n", nil) // keepalive pings: MCP 2026-07-28 has none
 	// The server hangs: pings go unanswered. Only this connection is
 	// frozen, so the reconnect finds a working server.
@@ -362,11 +346,8 @@ func TestUnansweredPingsReconnect(t *testing.T) {
 }
 
 func TestCallGivesUpOnASlowRestart(t *testing.T) {
-	shortBackoff(t)
-	old := restartWait
-	restartWait = 100 * time.Millisecond
-	t.Cleanup(func() { restartWait = old })
 	f := newFlaky()
+	f.timing = Timing{Backoff: 5 * time.Millisecond, RestartWait: 100 * time.Millisecond}
 	s := startFlaky(t, f, "connect_timeout: 5s\n", nil)
 	f.mu.Lock()
 	f.hang = true // the restart will not finish

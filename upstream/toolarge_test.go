@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // bigServer has the tool big, whose text has {"kb": n} KiB.
@@ -55,7 +56,7 @@ func TestAnswerOverMaxResultBytesIsNotRead(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				res, err := s.CallTool(ctx, CallParams{Params: &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"kb": kb}}})
-				return resultText(res), err
+				return testkit.RawText(res), err
 			}
 			_, err := bigCall(256)
 			var tooLarge *TooLargeError
@@ -98,7 +99,7 @@ func TestStdioChildPrintingABannerFirst(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if res, err := s.CallTool(ctx, CallParams{Params: &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"kb": 1}}}); err != nil || len(resultText(res)) != 1<<10 {
+	if res, err := s.CallTool(ctx, CallParams{Params: &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"kb": 1}}}); err != nil || len(testkit.RawText(res)) != 1<<10 {
 		t.Fatalf("call: %v", err)
 	}
 }
@@ -116,7 +117,7 @@ func TestStdioAnswerOverTheBoundFailsOneCall(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		res, err := s.CallTool(ctx, CallParams{Params: &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"kb": kb}}})
-		return resultText(res), err
+		return testkit.RawText(res), err
 	}
 	over := int(config.DefaultMaxResultBytes>>10) + 64 // KiB: past the bound of a line
 	if _, err := bigCall(over); err == nil || !strings.Contains(err.Error(), "over the bound of a message on stdio") {

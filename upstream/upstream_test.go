@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 func TestChildEnv(t *testing.T) {
@@ -47,7 +47,7 @@ func TestResolveCommand(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
-	var b backoff
+	b := backoff{unit: DefaultBackoff}
 	prev := time.Duration(0)
 	for i := range 12 {
 		d := b.next()
@@ -187,7 +187,7 @@ func TestPoolApplyDiff(t *testing.T) {
 		t.Error("unchanged server a was replaced")
 	}
 	res, err := pool.Get("b").CallTool(ctx, CallParams{Params: &mcp.CallToolParams{Name: "t_b", Arguments: map[string]any{}}})
-	if err != nil || resultText(res) != "2" {
+	if err != nil || testkit.RawText(res) != "2" {
 		t.Errorf("restarted b answers %v, %v; want its new env", res, err)
 	}
 
@@ -243,17 +243,4 @@ func TestLineLoggerPassesChildRecordsThrough(t *testing.T) {
 			t.Errorf("line %d:\n got %s\nwant %s", i+1, got[i], want[i])
 		}
 	}
-}
-
-// resultText is the text of a tool result's first item as a server sent
-// it, or the raw JSON if that is not a result with text.
-func resultText(raw json.RawMessage) string {
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(raw, &res); err != nil || len(res.Content) == 0 {
-		return string(raw)
-	}
-	if t, ok := res.Content[0].(*mcp.TextContent); ok {
-		return t.Text
-	}
-	return string(raw)
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // group starts a shell in a process group of its own with a child in it,
@@ -26,29 +28,15 @@ func group(t *testing.T, script string) int {
 	go func() { _ = cmd.Wait() }()
 	pgid := cmd.Process.Pid
 	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(ready); err == nil {
-			return pgid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%q did not start", script)
-		}
-	}
+	testkit.Eventually(t, fmt.Sprintf("%q runs its child", script), func() bool {
+		_, err := os.Stat(ready)
+		return err == nil
+	})
+	return pgid
 }
 
 // gone reports whether no live process (zombies aside) is in the group.
 func gone(pgid int) bool { return !alive(pgid) }
-
-// waitGone waits, bounded, until the group has no live process left.
-func waitGone(t *testing.T, pgid int) bool {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if gone(pgid) {
-			return true
-		}
-	}
-	return false
-}
 
 // At EOF, the groups still tracked are ended: with SIGTERM, or SIGKILL
 // for one that ignores it; an untracked group is left alone.
@@ -60,9 +48,7 @@ func TestReapEndsTrackedGroups(t *testing.T) {
 	in := strings.NewReader(fmt.Sprintf("+%d\n+%d\n+%d\n-%d\nnoise\n+1\n", polite, stubborn, other, other))
 	reap(in, &log, 500*time.Millisecond)
 	for _, g := range []int{polite, stubborn} {
-		if !waitGone(t, g) {
-			t.Errorf("tracked group %d left running", g)
-		}
+		testkit.Eventually(t, fmt.Sprintf("tracked group %d has no live process", g), func() bool { return gone(g) })
 	}
 	if gone(other) {
 		t.Error("an untracked group was ended")

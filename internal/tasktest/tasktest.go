@@ -136,6 +136,30 @@ func (ts *Tasks) Task(id string) (status string) {
 	return t.status
 }
 
+// Await waits until task id is in status, and returns the status it has
+// when ctx ends first ("" if there is no such task).
+func (ts *Tasks) Await(ctx context.Context, id, status string) (string, error) {
+	ts.mu.Lock()
+	t := ts.tasks[id]
+	ts.mu.Unlock()
+	if t == nil {
+		return "", fmt.Errorf("no task %q", id)
+	}
+	for {
+		t.mu.Lock()
+		now, changed := t.status, t.changed
+		t.mu.Unlock()
+		if now == status {
+			return now, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return now, ctx.Err()
+		}
+	}
+}
+
 // IDs returns the ids of every task, oldest first.
 func (ts *Tasks) IDs() []string {
 	ts.mu.Lock()

@@ -9,18 +9,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmux/mcpmux/internal/testkit"
 	"github.com/mcpmux/mcpmux/journal"
 )
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
-}
-
-func textOf(res *mcp.CallToolResult) string {
-	if res == nil || len(res.Content) == 0 {
-		return "<nil>"
-	}
-	return res.Content[0].(*mcp.TextContent).Text
 }
 
 // record writes a call of tool with args answered by answer, as the
@@ -68,8 +62,8 @@ func TestNthCallGetsNthAnswer(t *testing.T) {
 	for i, want := range []string{"first", "second", "second"} {
 		// Same arguments, other spelling.
 		res, replayed := r.Answer("t1", "web__search", json.RawMessage(` {"n": 1.0, "q": "moon"} `))
-		if textOf(res) != want || !replayed || res.Meta[MetaKey] != true {
-			t.Errorf("call %d: %q replayed=%v meta=%v, want %q", i+1, textOf(res), replayed, res.Meta, want)
+		if testkit.Text(res) != want || !replayed || res.Meta[MetaKey] != true {
+			t.Errorf("call %d: %q replayed=%v meta=%v, want %q", i+1, testkit.Text(res), replayed, res.Meta, want)
 		}
 	}
 	for _, c := range []struct{ task, tool, args, want string }{
@@ -78,8 +72,8 @@ func TestNthCallGetsNthAnswer(t *testing.T) {
 		{"t1", "web__scrape", `{"url":"u"}`, "unhandled errors"},
 		{"t1", "fetch__fetch", `{"url":"u"}`, "page"},
 	} {
-		if res, ok := r.Answer(c.task, c.tool, json.RawMessage(c.args)); textOf(res) != c.want || !ok {
-			t.Errorf("%s %s %s: %q", c.task, c.tool, c.args, textOf(res))
+		if res, ok := r.Answer(c.task, c.tool, json.RawMessage(c.args)); testkit.Text(res) != c.want || !ok {
+			t.Errorf("%s %s %s: %q", c.task, c.tool, c.args, testkit.Text(res))
 		}
 	}
 	lines, skipped, calls := r.Stats()
@@ -97,16 +91,16 @@ func TestMiss(t *testing.T) {
 		{"t1", "web__scrape", `{"url":"hf"}`, "task 't1'. It recorded 1 "}, // the refusal is no answer
 	} {
 		res, replayed := r.Answer(c.task, c.tool, json.RawMessage(c.args))
-		if res == nil || !res.IsError || replayed || !strings.Contains(textOf(res), c.want) || !strings.Contains(textOf(res), "Tool 'web__") {
-			t.Errorf("%s %s: %q", c.task, c.args, textOf(res))
+		if res == nil || !res.IsError || replayed || !strings.Contains(testkit.Text(res), c.want) || !strings.Contains(testkit.Text(res), "Tool 'web__") {
+			t.Errorf("%s %s: %q", c.task, c.args, testkit.Text(res))
 		}
 	}
 	if res, _ := Open(Options{Dir: dir, MissCalls: true}).Answer("t1", "web__search", json.RawMessage(`{"q":"mars"}`)); res != nil {
-		t.Errorf("miss: call answered %q", textOf(res))
+		t.Errorf("miss: call answered %q", testkit.Text(res))
 	}
 	bad := Open(Options{Dir: filepath.Join(dir, "nope"), MissCalls: true})
-	if res, _ := bad.Answer("t1", "web__search", nil); bad.Err() == nil || res == nil || !strings.Contains(textOf(res), "could not be read") {
-		t.Errorf("unreadable journal: %v, %q", bad.Err(), textOf(res))
+	if res, _ := bad.Answer("t1", "web__search", nil); bad.Err() == nil || res == nil || !strings.Contains(testkit.Text(res), "could not be read") {
+		t.Errorf("unreadable journal: %v, %q", bad.Err(), testkit.Text(res))
 	}
 }
 
@@ -137,8 +131,8 @@ func TestBrokenLinesAreSkipped(t *testing.T) {
 	if _, skipped, _ := r.Stats(); skipped != 1 || r.Err() != nil {
 		t.Errorf("skipped %d, err %v", skipped, r.Err())
 	}
-	if res, _ := r.Answer("t1", "web__search", json.RawMessage(`{"q":"sun"}`)); textOf(res) != "sun" {
-		t.Errorf("%q", textOf(res))
+	if res, _ := r.Answer("t1", "web__search", json.RawMessage(`{"q":"sun"}`)); testkit.Text(res) != "sun" {
+		t.Errorf("%q", testkit.Text(res))
 	}
 }
 

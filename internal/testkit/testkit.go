@@ -1,0 +1,133 @@
+// Package testkit holds the helpers that the tests of several packages
+// share, so that each exists once. Only tests import it.
+package testkit
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/rewrite"
+)
+
+// Patience bounds every wait of Eventually: generous, because a loaded
+// 2-core machine may be slow, and never reached by a passing test.
+const Patience = time.Minute
+
+// Eventually waits until cond holds and fails t if it does not within
+// Patience. It is for a state that the code under test announces by no
+// event a test could wait on (a process gone, a metric counted, a file
+// written by another process); where there is such an event, wait on it.
+// Under testing/synctest the polling costs no real time.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	Await(t, what, cond, func(ok bool) bool { return ok })
+}
+
+// Await is Eventually for a value: it polls get until ok holds for what
+// it returns, and returns that; on timeout it fails t with the last one.
+func Await[T any](t testing.TB, what string, get func() T, ok func(T) bool) T {
+	t.Helper()
+	deadline := time.Now().Add(Patience)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		v := get()
+		if ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s; last: %+v", Patience, what, v)
+		}
+		time.Sleep(pause)
+	}
+}
+
+// WriteDir creates a directory of files, path inside it → content
+// ("mcpmux.yaml", "tool/x.yaml"), readable by all (a container may read
+// them as another user), and returns it.
+func WriteDir(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		write(t, filepath.Join(dir, name), content, 0o644)
+	}
+	return dir
+}
+
+// WriteFile writes content to path, readable by its owner only (as
+// mcpmux wants a secret's file), making its directory; it returns path.
+func WriteFile(t testing.TB, path, content string) string {
+	t.Helper()
+	write(t, path, content, 0o600)
+	return path
+}
+
+func write(t testing.TB, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Text is the text items of a tool result, one a line (as rules read
+// it); "<nil result>" for none.
+func Text(res *mcp.CallToolResult) string {
+	if res == nil {
+		return "<nil result>"
+	}
+	return rewrite.ResultText(res)
+}
+
+// RawText is Text of a tool result as a server sent it, or the raw JSON
+// if it is not one (which then equals no text a test expects).
+func RawText(raw json.RawMessage) string {
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return string(raw)
+	}
+	return Text(&res)
+}
+
+// JSON is v encoded, failing t if it cannot be.
+func JSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// InitializeRequest is a client's initialize of MCP 2025-11-25, id 1.
+const InitializeRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// Post sends one JSON-RPC message the way a Streamable HTTP client does,
+// with header's extra headers, and returns the response and its body.
+func Post(t testing.TB, url, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
