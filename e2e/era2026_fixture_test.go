@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -20,7 +21,8 @@ import (
 //   - greet: answers at once;
 //   - ask: asks the user's favourite colour (an elicitation as an input
 //     request) and answers with it and the request state it got back;
-//   - grow: adds the tool "grown", which the server announces.
+//   - grow: adds the tool named by its argument "name" ("grown" without
+//     one), which the server announces.
 
 // only2026Server is the server; name tells the two apart in answers.
 func only2026Server(name string) *mcp.Server {
@@ -40,9 +42,10 @@ func only2026Server(name string) *mcp.Server {
 			RequestState: "asked-once",
 		}, nil
 	})
-	s.AddTool(&mcp.Tool{Name: "grow", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		s.AddTool(&mcp.Tool{Name: "grown", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return textResult("%s: grown", name), nil
+	s.AddTool(&mcp.Tool{Name: "grow", InputSchema: textSchema("name")}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		grown := cmp.Or(stringArg(req, "name"), "grown")
+		s.AddTool(&mcp.Tool{Name: grown, InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult("%s: %s", name, grown), nil
 		})
 		return textResult("%s grew a tool", name), nil
 	})
