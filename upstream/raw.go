@@ -169,13 +169,13 @@ func (r *rawCalls) call(ctx context.Context, write func(context.Context, jsonrpc
 // answers wait for (see order.go) unless gate is nil.
 type tapConn struct {
 	mcp.Connection
-	gate *progressGate // nil: counted in the HTTP bodies (progressBodies)
+	gate *progressGate // nil: counted in the HTTP bodies (wireTransport)
 	raw  *rawCalls
 	// status receives notifications/tasks/status, which the go-sdk drops
 	// (mcptasks.go); take takes the requests mcpmux answers itself, and
 	// declare is the tasks capability the initialize declares
 	// (servertasks.go). All three are nil where the HTTP bodies see the
-	// messages (progressBodies, declareTasksBodies).
+	// messages (wireTransport, declareTasksBodies).
 	status  func(params json.RawMessage)
 	take    func(*jsonrpc.Request) bool
 	declare json.RawMessage
@@ -246,7 +246,7 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	t.c.wire = wire
 	if _, streamable := t.Transport.(*mcp.StreamableClientTransport); streamable {
-		// Tapped in its HTTP bodies (rawBodies, progressBodies).
+		// Tapped in its HTTP bodies (wireTransport).
 		return wire, nil
 	}
 	tc := &tapConn{Connection: wire, gate: t.gate, raw: t.c.raw}

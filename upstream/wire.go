@@ -128,8 +128,10 @@ type eventStream struct {
 // go-sdk is not to read its message (taken).
 func (s *eventStream) event(e *sse.Event) (drop bool) {
 	if w := s.watch; w != nil {
-		if ms, err := strconv.Atoi(string(e.Retry)); len(e.Retry) > 0 && err == nil && ms >= 0 {
-			w.sawRetry(time.Duration(ms) * time.Millisecond)
+		if len(e.Retry) > 0 {
+			if ms, err := strconv.Atoi(string(e.Retry)); err == nil && ms >= 0 {
+				w.sawRetry(time.Duration(ms) * time.Millisecond)
+			}
 		}
 		if len(e.ID) > 0 {
 			w.sawEventID(s.resumed)

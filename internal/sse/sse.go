@@ -270,6 +270,7 @@ func (r *Reader) endEvent(blank []byte) {
 		if r.h.Event != nil && r.h.Event(&r.ev) && r.holding {
 			r.held = withoutData(r.held)
 		}
+		r.ev = Event{} // keeps no array
 	}
 	if len(r.out) == 0 {
 		r.out, r.held = r.held, r.out // no copy of a big event
