@@ -91,7 +91,7 @@ type Reader struct {
 	err error // returned once out has been read
 
 	midLine bool // the last fragment read did not end its line
-	field   int  // the field of the current line
+	inData  bool // the current line is a data line
 
 	// The current event.
 	held    []byte // its bytes so far, while held
@@ -105,14 +105,6 @@ type Reader struct {
 	retry   []byte
 	ev      Event // what Event is told
 }
-
-// The fields of a line that are looked at; the others are fieldOther.
-const (
-	fieldOther = iota
-	fieldData
-	fieldID
-	fieldRetry
-)
 
 // NewReader returns a Reader of body.
 func NewReader(body io.ReadCloser, h Handler) *Reader {
@@ -172,16 +164,9 @@ func (r *Reader) step() {
 func (r *Reader) line(frag []byte, start, end bool) {
 	v := frag
 	if start {
-		r.field = fieldOther
+		v, r.inData = bytes.CutPrefix(frag, []byte("data:"))
 		switch {
-		case bytes.HasPrefix(frag, []byte("data:")):
-			r.field, v = fieldData, frag[len("data:"):]
-		case bytes.HasPrefix(frag, []byte("id:")):
-			r.field, v = fieldID, frag[len("id:"):]
-		case bytes.HasPrefix(frag, []byte("retry:")):
-			r.field, v = fieldRetry, frag[len("retry:"):]
-		}
-		if r.field == fieldData {
+		case r.inData:
 			v = bytes.TrimLeftFunc(v, unicode.IsSpace)
 			if r.hasData {
 				r.keep([]byte("\n"))
@@ -193,24 +178,17 @@ func (r *Reader) line(frag []byte, start, end bool) {
 					r.pass()
 				}
 			}
+		case !end: // an id or retry longer than Peek is not one
+		case bytes.HasPrefix(frag, []byte("id:")):
+			r.id = append(r.id[:0], bytes.TrimSpace(frag[len("id:"):])...)
+		case bytes.HasPrefix(frag, []byte("retry:")):
+			r.retry = append(r.retry[:0], bytes.TrimSpace(frag[len("retry:"):])...)
 		}
 	}
-	if r.emit(frag); r.err != nil {
-		return // too large
-	}
-	switch r.field {
-	case fieldData:
+	if r.emit(frag); r.err == nil && r.inData {
 		r.keep(v)
 		if end && !r.long {
 			r.data = r.data[:r.valAt+len(bytes.TrimRightFunc(r.data[r.valAt:], unicode.IsSpace))]
-		}
-	case fieldID:
-		if start && end { // an id longer than Peek is not one
-			r.id = append(r.id[:0], bytes.TrimSpace(v)...)
-		}
-	case fieldRetry:
-		if start && end {
-			r.retry = append(r.retry[:0], bytes.TrimSpace(v)...)
 		}
 	}
 }
