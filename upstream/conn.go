@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/stdioconn"
+	"github.com/mcpmux/mcpmux/oauth"
 )
 
 // offeredProtocol is the protocol version offered to srv for its config
@@ -232,27 +233,18 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 	if err != nil {
 		return nil, err
 	}
-	cred := newCredentialTransport(http.DefaultTransport, srv.cfg.URL, srv.cfg.Headers)
-	base := http.RoundTripper(cred)
-	var take func([]byte) bool
-	if caps := c.features.tasksCapability(); caps != nil {
-		// Tasks the server asks its client to run (servertasks.go).
-		base = &declareTasksBodies{base: base, caps: caps}
-		take = c.takeServerMessage
+	legacy := srv.cfg.Type == config.TransportSSE || srv.useSSE.Load()
+	var legacyAuth oauth.Handler // the Streamable HTTP transport authorizes by itself
+	if legacy {
+		legacyAuth = h
 	}
-	limit := srv.maxResultBytes()
-	// The go-sdk's own bound of an event (16 MiB) must not end the
-	// connection before rawBodies refuses the answer.
-	maxEvent := max(mcp.DefaultMaxEventSize, int(limit)+2*eventSlack)
-	hc := &http.Client{Transport: &rawBodies{base: &progressBodies{base: base, gate: c.gate, status: c.taskStatusMessage, take: take}, server: srv.cfg.Name, limit: limit}}
+	// One client for either transport: a server with auth: does not fall
+	// back to legacy SSE below.
+	hc, maxEvent := srv.httpClient(c, legacyAuth), srv.maxEventSize()
 	sse := func() (*mcp.ClientSession, error) {
-		sc := hc
-		if h != nil {
-			sc = &http.Client{Transport: &rawBodies{base: &progressBodies{base: &authTransport{base: base, h: h, origin: cred.origin}, gate: c.gate, status: c.taskStatusMessage, take: take}, server: srv.cfg.Name, limit: limit}}
-		}
-		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: sc, MaxEventSize: maxEvent}, nil), opts)
+		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent}, nil), opts)
 	}
-	if srv.cfg.Type == config.TransportSSE || srv.useSSE.Load() {
+	if legacy {
 		cs, err := sse()
 		if err != nil {
 			return nil, fmt.Errorf("connecting to %s (SSE): %w", srv.cfg.URL, err)

@@ -353,6 +353,9 @@ func (c *conn) taskCaller(id string) Caller {
 	return nil
 }
 
+// taskStatusData is in the data of a notifications/tasks/status.
+var taskStatusData = []byte(`"method":"` + taskStatusMethod + `"`)
+
 // taskStatusMessage handles a notifications/tasks/status message as read
 // from the server (data is the whole JSON-RPC message).
 func (c *conn) taskStatusMessage(data []byte) {

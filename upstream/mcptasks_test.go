@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -597,33 +596,6 @@ func TestServerAskedTaskNotDeclared(t *testing.T) {
 	}
 }
 
-// takeEvents takes the events of requests mcpmux answers off a stream,
-// leaving their ids, and passes everything else on as it was.
-func TestTakeEvents(t *testing.T) {
-	in := "id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n" +
-		": keepalive\n\n" +
-		"id: 2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"tasks/get\",\"params\":{\"taskId\":\"t\"}}\n\n" +
-		"id: 3\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"k\",\"method\":\"sampling/createMessage\",\"params\":{}}\n\n" +
-		"id: 4\ndata: " + strings.Repeat("x", 3*maxCountedLine) + "\n\n" +
-		"retry: 5"
-	var taken []string
-	f := newTakeEvents(io.NopCloser(strings.NewReader(in)), func(m []byte) bool {
-		taken = append(taken, string(m))
-		return strings.Contains(string(m), "tasks/get")
-	})
-	out, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := strings.Replace(in, "data: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"tasks/get\",\"params\":{\"taskId\":\"t\"}}\n", "", 1)
-	if string(out) != want {
-		t.Errorf("out:\n%q\nwant:\n%q", out, want)
-	}
-	if len(taken) != 2 || !strings.Contains(taken[1], "sampling/createMessage") {
-		t.Errorf("offered %q, want the two requests", taken)
-	}
-}
-
 // A client's tasks capability adds the task features of what it does.
 func TestFeaturesWithTasks(t *testing.T) {
 	both := json.RawMessage(`{"list":{},"requests":{"sampling":{"createMessage":{}},"elicitation":{"create":{}}}}`)
@@ -639,31 +611,6 @@ func TestFeaturesWithTasks(t *testing.T) {
 	}
 	if got := string(AllFeatures.tasksCapability()); got != `{"cancel":{},"list":{},"requests":{"elicitation":{"create":{}},"sampling":{"createMessage":{}}}}` {
 		t.Errorf("declared: %s", got)
-	}
-}
-
-// BenchmarkTakeEvents measures what takeEvents adds to reading a stream of
-// tool results (1 KiB each) over Streamable HTTP, against reading it as
-// it is (sub-benchmark plain).
-func BenchmarkTakeEvents(b *testing.B) {
-	event := "id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"mcpmux-1\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"" + strings.Repeat("x", 1024) + "\"}]}}\n\n"
-	stream := strings.Repeat(event, 100)
-	for _, tc := range []struct {
-		name string
-		wrap func(io.ReadCloser) io.Reader
-	}{
-		{"plain", func(r io.ReadCloser) io.Reader { return struct{ io.Reader }{r} }},
-		{"takeEvents", func(r io.ReadCloser) io.Reader { return newTakeEvents(r, func([]byte) bool { return false }) }},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.SetBytes(int64(len(stream)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := io.Copy(io.Discard, tc.wrap(io.NopCloser(strings.NewReader(stream)))); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }
 

@@ -3,10 +3,6 @@ package upstream
 import (
 	"bytes"
 	"context"
-	"io"
-	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -208,133 +204,18 @@ func (r *refreshes) wait(ctx context.Context) {
 // refreshWait bounds how long an answer waits for its server's lists.
 const refreshWait = 5 * time.Second
 
-// progressBodies counts the gated notifications in the SSE streams of
-// a Streamable HTTP connection as the SDK reads them: each event is one
-// line "data: <message>".
-type progressBodies struct {
-	base http.RoundTripper
-	gate *progressGate
-	// status receives each notifications/tasks/status message, which the
-	// go-sdk drops (mcptasks.go).
-	status func(message []byte)
-	// take, if set, takes the server's requests mcpmux answers itself off
-	// the streams (servertasks.go).
-	take func(message []byte) bool
-}
-
-func (t *progressBodies) RoundTrip(req *http.Request) (*http.Response, error) {
-	watch, resumed := watchRequest(req)
-	resp, err := t.base.RoundTrip(req)
-
-	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body = &sseCounter{ReadCloser: resp.Body, gate: t.gate, status: t.status, watch: watch, resumed: resumed}
-		if t.take != nil {
-			resp.Body = newTakeEvents(resp.Body, t.take)
-		}
-	}
-	return resp, err
-}
-
-// maxCountedLine is the longest SSE line looked at: gated notifications
-// are small, and an answer of many megabytes must not be buffered.
-const maxCountedLine = 8 << 10
-
 // gatedMethods are gated's methods as the go-sdk and the TypeScript SDK
 // encode them (without spaces).
 var gatedMethods = [][]byte{[]byte(`"method":"notifications/progress"`), []byte(`"method":"notifications/message"`),
 	[]byte(`"method":"notifications/tools/list_changed"`), []byte(`"method":"notifications/prompts/list_changed"`), []byte(`"method":"notifications/resources/list_changed"`)}
 
-func isGatedEvent(line []byte) bool {
-	if !bytes.HasPrefix(line, []byte("data:")) {
-		return false
-	}
+// gatedMessage reports whether a message (JSON, as read from an HTTP
+// response) is a notification a call's answer waits for.
+func gatedMessage(data []byte) bool {
 	for _, m := range gatedMethods {
-		if bytes.Contains(line, m) {
+		if bytes.Contains(data, m) {
 			return true
 		}
 	}
 	return false
-}
-
-// taskStatusData is in the data of a notifications/tasks/status.
-var taskStatusData = []byte(`"method":"` + taskStatusMethod + `"`)
-
-// isTaskStatusEvent reports whether an SSE line is the data of a
-// notifications/tasks/status (small: under maxCountedLine).
-func isTaskStatusEvent(line []byte) bool {
-	return bytes.HasPrefix(line, []byte("data:")) && bytes.Contains(line, taskStatusData)
-}
-
-type sseCounter struct {
-	io.ReadCloser
-	gate   *progressGate
-	status func(message []byte) // see progressBodies; may be nil
-	line   []byte               // the current line so far, up to maxCountedLine
-	long   bool                 // the current line is longer than that
-	// watch, if set, follows the streams of the call this one is for (see
-	// resume.go); resumed says this one resumes it.
-	watch   *streamWatch
-	resumed bool
-	data    bool // the current line is a data line
-}
-
-func (b *sseCounter) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	for rest := p[:n]; len(rest) > 0; {
-		i := bytes.IndexByte(rest, '\n')
-		part := rest
-		if i >= 0 {
-			part = rest[:i]
-		}
-		if !b.long {
-			if len(b.line)+len(part) > maxCountedLine {
-				b.data = bytes.HasPrefix(b.line, []byte("data:"))
-				b.long, b.line = true, b.line[:0]
-			} else {
-				b.line = append(b.line, part...)
-			}
-		}
-		if i < 0 {
-			break
-		}
-		if !b.long && isGatedEvent(b.line) {
-			b.gate.sawRead()
-		}
-		if !b.long && b.status != nil && isTaskStatusEvent(b.line) {
-			b.status(bytes.TrimSpace(b.line[len("data:"):]))
-		}
-		if b.watch != nil {
-			b.watchLine()
-		}
-		b.line, b.long, b.data = b.line[:0], false, false
-		rest = rest[i+1:]
-	}
-	if err != nil && b.watch != nil {
-		b.watch.streamEnded(b.resumed)
-	}
-	return n, err
-}
-
-// watchLine tells the watch what a complete line of the stream says: its
-// retry field, its event ids, and whether it carries a message.
-func (b *sseCounter) watchLine() {
-	line := bytes.TrimRight(b.line, "\r")
-	switch {
-	case b.long:
-		if b.data {
-			b.watch.sawData(b.resumed)
-		}
-	case bytes.HasPrefix(line, []byte("retry:")):
-		if ms, err := strconv.Atoi(string(bytes.TrimSpace(line[len("retry:"):]))); err == nil && ms >= 0 {
-			b.watch.sawRetry(time.Duration(ms) * time.Millisecond)
-		}
-	case bytes.HasPrefix(line, []byte("id:")):
-		if len(bytes.TrimSpace(line[len("id:"):])) > 0 {
-			b.watch.sawEventID(b.resumed)
-		}
-	case bytes.HasPrefix(line, []byte("data:")):
-		if len(bytes.TrimSpace(line[len("data:"):])) > 0 {
-			b.watch.sawData(b.resumed)
-		}
-	}
 }

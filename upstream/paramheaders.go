@@ -25,7 +25,7 @@ import (
 // them here: the annotations are read when the server's tools are listed
 // (a tool whose annotations break the spec's rules is left out, as the
 // spec has a client do), and each tools/call carries the headers of its
-// arguments on its POST (rawBodies sets them from the request's context).
+// arguments on its POST (wireTransport sets them from the request's context).
 
 // paramHeaderPrefix starts the name of a parameter's header.
 const paramHeaderPrefix = "Mcp-Param-"

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +39,8 @@ import (
 //   - Streamable HTTP: the SDK's connection cannot be wrapped (the SDK
 //     relies on its unexported methods), so it is used as it is, and the
 //     answer is read from the HTTP response of the request's POST (and of
-//     any GET resuming it) by rawBodies, while the SDK, reading the same
-//     bytes, drops an answer whose id it does not know.
+//     any GET resuming it) by wireTransport (wire.go), while the SDK,
+//     reading the same bytes, drops an answer whose id it does not know.
 
 // rawIDPrefix starts the id of every raw request.
 const rawIDPrefix = "mcpmux-"
@@ -170,13 +169,13 @@ func (r *rawCalls) call(ctx context.Context, write func(context.Context, jsonrpc
 // answers wait for (see order.go) unless gate is nil.
 type tapConn struct {
 	mcp.Connection
-	gate *progressGate // nil: counted in the HTTP bodies (progressBodies)
+	gate *progressGate // nil: counted in the HTTP bodies (wireTransport)
 	raw  *rawCalls
 	// status receives notifications/tasks/status, which the go-sdk drops
 	// (mcptasks.go); take takes the requests mcpmux answers itself, and
 	// declare is the tasks capability the initialize declares
 	// (servertasks.go). All three are nil where the HTTP bodies see the
-	// messages (progressBodies, declareTasksBodies).
+	// messages (wireTransport, declareTasksBodies).
 	status  func(params json.RawMessage)
 	take    func(*jsonrpc.Request) bool
 	declare json.RawMessage
@@ -247,7 +246,7 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	t.c.wire = wire
 	if _, streamable := t.Transport.(*mcp.StreamableClientTransport); streamable {
-		// Tapped in its HTTP bodies (rawBodies, progressBodies).
+		// Tapped in its HTTP bodies (wireTransport).
 		return wire, nil
 	}
 	tc := &tapConn{Connection: wire, gate: t.gate, raw: t.c.raw}
@@ -308,8 +307,8 @@ type rawRequest struct {
 	id    string
 }
 
-// withRawRequest marks the context of a raw request, so that rawBodies
-// reads its answer from the HTTP response.
+// withRawRequest marks the context of a raw request, so that
+// wireTransport reads its answer from the HTTP response.
 func withRawRequest(ctx context.Context, r *rawCalls, id string) context.Context {
 	return context.WithValue(ctx, rawRequestKey{}, rawRequest{r, id})
 }
@@ -323,49 +322,6 @@ type TooLargeError struct {
 
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("the server's answer exceeds max_result_bytes = %v, so mcpmux stopped reading it", config.Size(e.Limit))
-}
-
-// rawBodies reads the answers of raw requests from the HTTP responses of
-// their POSTs (and of GETs resuming their streams), which the go-sdk reads
-// too: it drops answers whose ids it does not know. No more than limit
-// bytes of one message are read (a JSON body, an event): a bigger answer
-// fails its call with a TooLargeError, and the go-sdk is handed an error
-// answer of that id in its place (which it drops), so that neither holds
-// more than the bound and the connection goes on.
-type rawBodies struct {
-	base   http.RoundTripper
-	server string
-	limit  int64
-}
-
-func (t *rawBodies) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = withHeadersOf(req) // a tools/call's Mcp-Param-* (paramheaders.go)
-	resp, err := t.base.RoundTrip(req)
-	r, ok := req.Context().Value(rawRequestKey{}).(rawRequest)
-	if err != nil || !ok || resp.StatusCode/100 != 2 {
-		return resp, err
-	}
-	tooLarge := func() []byte {
-		r.calls.answer(r.id, rawAnswer{err: &TooLargeError{Server: t.server, Limit: t.limit}})
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": r.id, "error": map[string]any{"code": -32603, "message": "answer too large"}})
-		return b
-	}
-	switch baseMediaType(resp.Header.Get("Content-Type")) {
-	case "text/event-stream":
-		resp.Body = &rawEvents{ReadCloser: resp.Body, raw: r.calls, limit: t.limit, tooLarge: tooLarge}
-	case "application/json":
-		resp.Body = readJSON(resp.Body, r.calls, t.limit, tooLarge)
-	}
-	return resp, err
-}
-
-// eventSlack is what an event may hold besides its data (id, event and
-// retry lines) within the bound.
-const eventSlack = 4 << 10
-
-func baseMediaType(v string) string {
-	v, _, _ = strings.Cut(v, ";")
-	return strings.ToLower(strings.TrimSpace(v))
 }
 
 // deliverData delivers the answers of raw requests among the JSON-RPC
@@ -388,114 +344,6 @@ func (r *rawCalls) deliverData(data []byte) {
 			}
 		}
 	}
-}
-
-// readJSON reads an application/json answer to a raw request, up to limit
-// bytes, delivers it, and returns what the go-sdk reads in its place: the
-// same bytes, or tooLarge's for an answer over the limit.
-func readJSON(body io.ReadCloser, raw *rawCalls, limit int64, tooLarge func() []byte) io.ReadCloser {
-	data, err := io.ReadAll(io.LimitReader(body, limit+1))
-	switch {
-	case err != nil:
-		// As the go-sdk would have read it: the bytes, then the error.
-		return readCloser{io.MultiReader(bytes.NewReader(data), errReader{err}), body}
-	case int64(len(data)) > limit:
-		body.Close()
-		return readCloser{bytes.NewReader(tooLarge()), body}
-	}
-	raw.deliverData(data)
-	return readCloser{bytes.NewReader(data), body}
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
-
-// rawEvents reads the events of an event stream that carries the answer to
-// a raw request: an event's data lines, joined, are a message. The go-sdk
-// is handed each event once it is complete, so that an event over the
-// bound is never buffered whole by either: it fails the call, and the
-// go-sdk reads an error answer of the call's id and the end of the stream.
-type rawEvents struct {
-	io.ReadCloser
-	raw      *rawCalls
-	limit    int64
-	tooLarge func() []byte
-	line     []byte // the current line so far
-	event    []byte // the current event's lines, as received
-	data     []byte // the current event's data
-	out      []byte // complete events not yet read by the go-sdk
-	in       [32 << 10]byte
-	err      error // what ends the stream, once out is read
-}
-
-func (b *rawEvents) Read(p []byte) (int, error) {
-	for len(b.out) == 0 && b.err == nil {
-		n, err := b.ReadCloser.Read(b.in[:])
-		b.parse(b.in[:n])
-		if err != nil && b.err == nil {
-			b.err = err
-		}
-	}
-	if len(b.out) > 0 {
-		n := copy(p, b.out)
-		b.out = b.out[n:]
-		return n, nil
-	}
-	return 0, b.err
-}
-
-func (b *rawEvents) parse(chunk []byte) {
-	for rest := chunk; len(rest) > 0 && b.err == nil; {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			b.line = append(b.line, rest...)
-			rest = nil
-		} else {
-			b.line = append(b.line, rest[:i+1]...)
-			rest = rest[i+1:]
-		}
-		if int64(len(b.event)+len(b.line)) > b.limit+eventSlack {
-			b.overflow()
-			return
-		}
-		if i < 0 {
-			return
-		}
-		b.event = append(b.event, b.line...)
-		line := bytes.TrimSuffix(bytes.TrimSuffix(b.line, []byte("\n")), []byte("\r"))
-		b.line = b.line[:0]
-		switch {
-		case len(line) == 0: // end of the event
-			if len(b.data) > 0 {
-				b.raw.deliverData(b.data)
-			}
-			b.out = append(b.out, b.event...)
-			b.event, b.data = b.event[:0], b.data[:0]
-		case bytes.HasPrefix(line, []byte("data:")):
-			v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
-			if len(b.data) > 0 {
-				b.data = append(b.data, '\n')
-			}
-			b.data = append(b.data, v...)
-		}
-	}
-}
-
-// overflow ends the stream at an event over the bound: the call fails,
-// the rest is not read, and the go-sdk gets the error answer.
-func (b *rawEvents) overflow() {
-	b.ReadCloser.Close()
-	b.out = append(b.out, "\ndata: "...)
-	b.out = append(b.out, b.tooLarge()...)
-	b.out = append(b.out, "\n\n"...)
-	b.line, b.event, b.data = nil, nil, nil
-	b.err = io.EOF
 }
 
 // notSentError is a raw request that could not be written: over HTTP, its

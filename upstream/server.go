@@ -76,7 +76,7 @@ type Options struct {
 	Authorize func(ctx context.Context, server, authURL string) error
 	// MaxResultBytes, if set, gives max_result_bytes, read at each
 	// connection: no message bigger is read from a url: server (see
-	// rawBodies). Nil means config.DefaultMaxResultBytes.
+	// wireTransport). Nil means config.DefaultMaxResultBytes.
 	MaxResultBytes func() config.Size
 	// Liveness is how often a server with calls waiting is pinged; four
 	// times it, how long a ping may go unanswered before the server is

@@ -3,7 +3,6 @@ package upstream
 //lint:file-ignore SA1019 sampling is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older (docs/protocol.md), where a server may ask for sampling as a task, which mcpmux runs by asking the client plainly.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -36,7 +35,7 @@ import (
 // The go-sdk's client has neither the capability nor these requests. Its
 // initialize is given the capability on the way out (declareTasks), and
 // the requests are taken off the connection before the SDK reads them —
-// by tapConn, and over Streamable HTTP from the event streams (takeEvents)
+// by tapConn, and over HTTP from the event streams (wireTransport)
 // — and answered on the connection by mcpmux.
 
 // declareTasks returns an initialize request's params with the tasks
@@ -386,122 +385,17 @@ func (c *conn) sweepAskedLocked(now time.Time) {
 	c.askedOrder = kept
 }
 
-// takeEvents passes on the event stream of a Streamable HTTP response but
-// for the events that carry a request mcpmux answers itself (take says):
-// of those, the SDK reads only the id, so that a resumed stream does not
-// bring the request again. It decides on an event by the start of its
-// data (up to maxCountedLine, where a request has its method), and holds
-// back only an event that may be such a request.
-type takeEvents struct {
-	r    *bufio.Reader
-	c    io.Closer
-	take func(message []byte) bool
-
-	out     []byte // to be read from f.read on
-	read    int
-	err     error
-	state   int    // of the current event
-	held    []byte // its lines so far, while undecided or holding
-	midLine bool   // the last read ended within a line
-}
-
-const (
-	eventUndecided = iota // no data line yet
-	eventPassing          // not one to take: passed on as it comes
-	eventHolding          // may be one: held until it ends
-)
-
-func newTakeEvents(body io.ReadCloser, take func([]byte) bool) *takeEvents {
-	return &takeEvents{r: bufio.NewReaderSize(body, maxCountedLine), c: body, take: take}
-}
-
-func (f *takeEvents) Close() error { return f.c.Close() }
-
-func (f *takeEvents) Read(p []byte) (int, error) {
-	for f.read == len(f.out) {
-		if f.err != nil {
-			return 0, f.err
-		}
-		f.out, f.read = f.out[:0], 0 // its array serves again
-		f.step()
-	}
-	n := copy(p, f.out[f.read:])
-	f.read += n
-	return n, nil
-}
-
-// step reads the next line, or the next part of a long one.
-func (f *takeEvents) step() {
-	chunk, err := f.r.ReadSlice('\n')
-	whole := err == nil
-	if err == bufio.ErrBufferFull {
-		err = nil
-	}
-	start := !f.midLine
-	f.midLine = !whole && err == nil
-	switch {
-	case !start:
-		f.emit(chunk)
-	case len(bytes.TrimRight(chunk, "\r\n")) == 0 && whole:
-		f.endEvent(chunk)
-	case bytes.HasPrefix(chunk, []byte("data:")) && f.state == eventUndecided:
-		if mayTake(chunk) {
-			f.state = eventHolding
-		} else {
-			f.state = eventPassing
-			f.out = append(f.out, f.held...)
-			f.held = f.held[:0]
-		}
-		f.emit(chunk)
-	default:
-		f.emit(chunk)
-	}
-	if err != nil {
-		// What is left of an unfinished event goes on as it is.
-		f.out = append(f.out, f.held...)
-		f.held = nil
-		f.err = err
-	}
-}
-
-// emit passes on or holds part of the current event.
-func (f *takeEvents) emit(b []byte) {
-	if f.state == eventPassing {
-		f.out = append(f.out, b...)
-	} else {
-		f.held = append(f.held, b...)
-	}
-}
-
-// endEvent ends the current event with its blank line.
-func (f *takeEvents) endEvent(blank []byte) {
-	if f.state == eventHolding {
-		var data [][]byte
-		var rest []byte
-		for _, line := range bytes.SplitAfter(f.held, []byte("\n")) {
-			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				data = append(data, bytes.TrimPrefix(bytes.TrimRight(v, "\r\n"), []byte(" ")))
-			} else {
-				rest = append(rest, line...)
-			}
-		}
-		if f.take(bytes.Join(data, []byte("\n"))) {
-			f.held = rest // its id (and name) only
-		}
-	}
-	f.out = append(f.out, f.held...)
-	f.out = append(f.out, blank...)
-	f.held = f.held[:0]
-	f.state = eventUndecided
-}
-
-// takenMethods start the data of a request mcpmux may answer itself;
+// takenMethods are in the data of a request mcpmux may answer itself;
 // spacedMethod, JSON written with spaces, which is looked at closer.
 var (
 	takenMethods = [][]byte{[]byte(`"method":"sampling/createMessage"`), []byte(`"method":"elicitation/create"`), []byte(`"method":"tasks/`)}
 	spacedMethod = []byte(`"method": "`)
 )
 
+// mayTake reports, from the start of an event's data (where a request
+// has its method), whether the event may be a request mcpmux answers
+// itself: such an event is held until it is complete, and offered to
+// takeServerMessage.
 func mayTake(firstData []byte) bool {
 	for _, m := range takenMethods {
 		if bytes.Contains(firstData, m) {
