@@ -62,7 +62,20 @@ func withClientKey(ctx context.Context, req mcp.Request) context.Context {
 	default:
 		return ctx
 	}
+	ctx = context.WithValue(ctx, namedClientKey{}, upstream.ClientID(key))
 	return context.WithValue(ctx, clientKeyKey{}, upstream.ClientID(key))
+}
+
+// namedClientKey holds, in a sessionless HTTP request's context, the key
+// the request named itself (withClientKey); callClient's key of a call
+// that names none does not replace it.
+type namedClientKey struct{}
+
+// namedClient returns the key a sessionless HTTP request named, if any:
+// its task, else its principal (not a call's own key, see callClient).
+func namedClient(ctx context.Context) (upstream.ClientID, bool) {
+	id, ok := ctx.Value(namedClientKey{}).(upstream.ClientID)
+	return id, ok
 }
 
 // keyedClient returns the per-client key of a sessionless HTTP request,
