@@ -53,8 +53,8 @@ func requestTasksExtension(ctx context.Context) bool {
 type taskHandle struct {
 	Profile string `json:"p"`
 	Server  string `json:"s"`
-	Tool    string `json:"t"` // the exposed name
-	TaskID  string `json:"i"` // the server's
+	Tool    string `json:"t"`           // the exposed name
+	TaskID  string `json:"i"`           // the server's
 	Owner   string `json:"o,omitempty"` // taskOwner of the request that made it; "" for none
 }
 
