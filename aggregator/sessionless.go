@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -36,6 +37,9 @@ type (
 	requestFeaturesKey struct{}
 	requestCapsKey     struct{}
 	requestClientKey   struct{}
+	// requestLevelKey holds a sessionless request's own log level
+	// (io.modelcontextprotocol/logLevel of its _meta), "" for none.
+	requestLevelKey struct{}
 )
 
 // sessionless reports whether req is a request of the sessionless
@@ -64,6 +68,7 @@ func (a *Aggregator) sessionlessMiddleware(next mcp.MethodHandler) mcp.MethodHan
 		if info := r.ClientInfo(); info != nil {
 			ctx = context.WithValue(ctx, requestClientKey{}, info)
 		}
+		ctx = context.WithValue(ctx, requestLevelKey{}, requestLevel(req))
 		if x := req.GetExtra(); x != nil && x.Header != nil {
 			ctx = context.WithValue(ctx, ownClientKey{}, true) // HTTP
 			ctx = withClientKey(ctx, req)                      // clientkey.go
@@ -177,3 +182,18 @@ func (a *Aggregator) requestIsItsOwnClient(ctx context.Context) bool {
 // ownClientKey marks, in a sessionless HTTP request's context, that the
 // request is its own client (see requestIsItsOwnClient).
 type ownClientKey struct{}
+
+// requestLevel is the log level of a sessionless request's _meta, "" for
+// none (then it gets no log messages).
+func requestLevel(req mcp.Request) mcp.LoggingLevel {
+	params := req.GetParams()
+	if params == nil || reflect.ValueOf(params).IsNil() {
+		return ""
+	}
+	//lint:ignore SA1019 a 2026-07-28 request's log level, deprecated but functional.
+	v, _ := params.GetMeta()[mcp.MetaKeyLogLevel].(string)
+	if _, ok := levelRank[mcp.LoggingLevel(v)]; !ok {
+		return ""
+	}
+	return mcp.LoggingLevel(v)
+}

@@ -200,8 +200,18 @@ func checkExtensionTasks(t *testing.T, dir string) {
 // JSON-RPC message of its answer (of a JSON body or an event stream).
 func post2026(t *testing.T, url, method, name string, params map[string]any) string {
 	t.Helper()
+	return post2026As(t, url, nil, method, name, params)
+}
+
+// post2026As is post2026 with a client's own headers (its token, its
+// task).
+func post2026As(t *testing.T, url string, hdr http.Header, method, name string, params map[string]any) string {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
