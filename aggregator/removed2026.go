@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 
@@ -301,4 +302,25 @@ func (a *Aggregator) stdioLevel(ss *mcp.ServerSession, line []byte) []byte {
 		return line
 	}
 	return withMetaLevel(line, level)
+}
+
+// requestLevel is the log level of a sessionless request's _meta, "" for
+// none (then it gets no log messages).
+func requestLevel(req mcp.Request) mcp.LoggingLevel {
+	params := req.GetParams()
+	if params == nil || reflect.ValueOf(params).IsNil() {
+		return ""
+	}
+	v, _ := params.GetMeta()[mcp.MetaKeyLogLevel].(string)
+	if _, ok := levelRank[mcp.LoggingLevel(v)]; !ok {
+		return ""
+	}
+	return mcp.LoggingLevel(v)
+}
+
+// ownLevel is the log level of a sessionless request of ctx, and whether
+// ctx is one's (see upstream.Request.OwnLevel).
+func ownLevel(ctx context.Context) (mcp.LoggingLevel, bool) {
+	level, ok := ctx.Value(requestLevelKey{}).(mcp.LoggingLevel)
+	return level, ok
 }

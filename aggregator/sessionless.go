@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -182,18 +181,3 @@ func (a *Aggregator) requestIsItsOwnClient(ctx context.Context) bool {
 // ownClientKey marks, in a sessionless HTTP request's context, that the
 // request is its own client (see requestIsItsOwnClient).
 type ownClientKey struct{}
-
-// requestLevel is the log level of a sessionless request's _meta, "" for
-// none (then it gets no log messages).
-func requestLevel(req mcp.Request) mcp.LoggingLevel {
-	params := req.GetParams()
-	if params == nil || reflect.ValueOf(params).IsNil() {
-		return ""
-	}
-	//lint:ignore SA1019 a 2026-07-28 request's log level, deprecated but functional.
-	v, _ := params.GetMeta()[mcp.MetaKeyLogLevel].(string)
-	if _, ok := levelRank[mcp.LoggingLevel(v)]; !ok {
-		return ""
-	}
-	return mcp.LoggingLevel(v)
-}

@@ -37,6 +37,7 @@ type Request struct {
 	// _meta's io.modelcontextprotocol/logLevel, "" for none), if OwnLevel:
 	// a 2026 server is asked for it with the request (era.go), instead of
 	// the level of the callers of 2025-11-25 sessions.
+	//lint:ignore SA1019 deprecated from 2026-07-28 on, still functional.
 	LogLevel mcp.LoggingLevel
 	OwnLevel bool
 }
