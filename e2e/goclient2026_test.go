@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // plain2026Server is a plain go-sdk v1.8.0 server of both eras with a
@@ -32,6 +34,10 @@ func plain2026Server() *mcp.Server {
 		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "plain2026", Data: "greeting " + stringArg(req, "name")})
 		return textResult("hi %s", stringArg(req, "name")), nil
 	})
+	s.AddTool(&mcp.Tool{Name: "bump", InputSchema: objectSchema}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_ = s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "plain://readme"})
+		return textResult("bumped"), nil
+	})
 	s.AddResource(&mcp.Resource{URI: "plain://readme", Name: "readme", MIMEType: "text/plain"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "plain://readme", MIMEType: "text/plain", Text: "hello"}}}, nil
 	})
@@ -41,12 +47,19 @@ func plain2026Server() *mcp.Server {
 	return s
 }
 
-// goClient2026 is a go-sdk v1.8.0 client whose log messages go to logs.
-func goClient2026(logs chan<- string) *mcp.Client {
+// goClient2026 is a go-sdk v1.8.0 client whose log messages go to logs,
+// and the URIs of its resources/updated notifications to updated.
+func goClient2026(logs, updated chan<- string) *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "e2e-go-2026", Version: "1"}, &mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			select {
 			case logs <- fmt.Sprint(r.Params.Data):
+			default:
+			}
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case updated <- r.Params.URI:
 			default:
 			}
 		},
@@ -55,7 +68,7 @@ func goClient2026(logs chan<- string) *mcp.Client {
 
 // goClientUse is what a go-sdk 2026 client sees of each method it has,
 // besides ping, logging/setLevel and logging.
-func goClientUse(t *testing.T, cs *mcp.ClientSession, prefix string) map[string]string {
+func goClientUse(t *testing.T, cs *mcp.ClientSession, prefix string, updated <-chan string) map[string]string {
 	t.Helper()
 	ctx := testContext(t)
 	out := map[string]string{}
@@ -120,6 +133,20 @@ func goClientUse(t *testing.T, cs *mcp.ClientSession, prefix string) map[string]
 		record("completion/complete", nil, err)
 	}
 	record("subscribe", nil, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}))
+	// The subscription is live once its listen stream is acknowledged,
+	// which Subscribe does not wait for: bump until an update comes.
+	got := testkit.Await(t, "a resources/updated notification", func() string {
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: prefix + "bump", Arguments: map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case uri := <-updated:
+			return uri
+		default:
+			return ""
+		}
+	}, func(uri string) bool { return uri != "" })
+	out["notifications/resources/updated"] = strings.ReplaceAll(got, prefix, "")
 	record("unsubscribe", nil, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}))
 	return out
 }
@@ -149,14 +176,15 @@ func logged(t *testing.T, logs <-chan string, what string) string {
 // messages of its call, as from a plain server.
 func TestGoClient2026Methods(t *testing.T) {
 	t.Parallel()
-	plain := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return plain2026Server() }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	srv := plain2026Server()
+	plain := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(plain.Close)
 	dir := writeConfig(t, map[string]string{"tool/plain.yaml": fmt.Sprintf("name: plain\nurl: %s\n", plain.URL)})
 	p := startHTTP(t, dir)
-	logs := make(chan string, 16)
+	logs, updated := make(chan string, 16), make(chan string, 16)
 	connect := func(tr mcp.Transport) *mcp.ClientSession {
 		t.Helper()
-		cs, err := goClient2026(logs).Connect(testContext(t), tr, nil)
+		cs, err := goClient2026(logs, updated).Connect(testContext(t), tr, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +195,7 @@ func TestGoClient2026Methods(t *testing.T) {
 		return cs
 	}
 	direct := connect(&mcp.StreamableClientTransport{Endpoint: plain.URL, MaxRetries: -1})
-	want := goClientUse(t, direct, "")
+	want := goClientUse(t, direct, "", updated)
 	for method, got := range want {
 		if strings.HasPrefix(got, "error") {
 			t.Fatalf("the plain server: %s: %s", method, got)
@@ -185,7 +213,8 @@ func TestGoClient2026Methods(t *testing.T) {
 		name string
 		cs   *mcp.ClientSession
 	}{{"http", viaHTTP}, {"http with a task", viaHTTPTask}, {"stdio", viaStdio}} {
-		got := goClientUse(t, c.cs, "plain__")
+		drainLogs(updated)
+		got := goClientUse(t, c.cs, "plain__", updated)
 		for method, w := range want {
 			if got[method] != w {
 				t.Errorf("%s: %s = %s, want %s (as from the plain server)", c.name, method, got[method], w)
