@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -76,11 +77,16 @@ func taskOwner(ctx context.Context, ss *mcp.ServerSession, requestIsItsOwnClient
 	case requestIsItsOwnClient || ss == nil:
 		return ""
 	default:
-		key = "session:" + sessionKey(ss)
+		// A session's key names it within this process only.
+		key = "session:" + processNonce + "/" + sessionKey(ss)
 	}
 	sum := sha256.Sum256([]byte(key))
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
+
+// processNonce tells this process's sessions from another's that shares
+// the signing key (replicas, MCPMUX_STATE_KEY).
+var processNonce = rand.Text()
 
 // mintTaskHandle returns the taskId a client gets for h.
 func (a *Aggregator) mintTaskHandle(h taskHandle) (string, error) {
