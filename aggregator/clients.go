@@ -162,9 +162,10 @@ func (a *Aggregator) setLevel(ctx context.Context, ss *mcp.ServerSession, level 
 }
 
 // lowestLevel is the lowest level any client session, or any 2026-07-28
-// client that names itself, asked for, "" if none did. Servers are asked for it (a shared connection serves every
-// client); each client then gets only what its own level lets through,
-// which the SDK filters per session.
+// client that names itself (removed2026.go), asked for, "" if none did.
+// Servers are asked for it (a shared connection serves every client);
+// each client then gets only what its own level lets through, which the
+// SDK filters per session (per request for 2026-07-28 clients).
 func (a *Aggregator) lowestLevel() mcp.LoggingLevel {
 	low := a.levels.lowest() // of 2026-07-28 clients over HTTP (removed2026.go)
 	a.clients.mu.Lock()
