@@ -63,6 +63,10 @@ type Options struct {
 
 // Aggregator serves the merged catalog of a pool.
 type Aggregator struct {
+	// levels are the log levels of 2026-07-28 clients over HTTP
+	// (removed2026.go).
+	levels keptLevels
+
 	// seen are the capability sets of the clients that have come and
 	// declared fewer than shared connections: what each server lists to
 	// them is asked when they come, and of servers that come up later

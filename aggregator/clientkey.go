@@ -51,18 +51,38 @@ func withClientKey(ctx context.Context, req mcp.Request) context.Context {
 			principal = x.TokenInfo.UserID
 		}
 	}
-	var key string
+	key, ok := clientKey(task, principal)
+	if !ok {
+		return ctx
+	}
+	ctx = context.WithValue(ctx, namedClientKey{}, key)
+	return context.WithValue(ctx, clientKeyKey{}, key)
+}
+
+// clientKey is the key of the client a request names with its task and
+// its principal, if it names one.
+func clientKey(task, principal string) (upstream.ClientID, bool) {
 	switch {
 	case task != "":
 		// principal is a token's hash ("token-…", front/tokens.go), or
 		// "" without authentication: "/" cannot be in it.
-		key = "task:" + principal + "/" + task
+		return upstream.ClientID("task:" + principal + "/" + task), true
 	case principal != "":
-		key = "principal:" + principal
-	default:
-		return ctx
+		return upstream.ClientID("principal:" + principal), true
 	}
-	return context.WithValue(ctx, clientKeyKey{}, upstream.ClientID(key))
+	return "", false
+}
+
+// namedClientKey holds, in a sessionless HTTP request's context, the key
+// the request named itself (withClientKey); callClient's key of a call
+// that names none does not replace it.
+type namedClientKey struct{}
+
+// namedClient returns the key a sessionless HTTP request named, if any:
+// its task, else its principal (not a call's own key, see callClient).
+func namedClient(ctx context.Context) (upstream.ClientID, bool) {
+	id, ok := ctx.Value(namedClientKey{}).(upstream.ClientID)
+	return id, ok
 }
 
 // keyedClient returns the per-client key of a sessionless HTTP request,

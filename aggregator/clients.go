@@ -161,14 +161,15 @@ func (a *Aggregator) setLevel(ctx context.Context, ss *mcp.ServerSession, level 
 	return a.lowestLevel()
 }
 
-// lowestLevel is the lowest level any client session asked for, "" if
-// none did. Servers are asked for it (a shared connection serves every
-// client); each client then gets only what its own level lets through,
-// which the SDK filters per session.
+// lowestLevel is the lowest level any client session, or any 2026-07-28
+// client that names itself (removed2026.go), asked for, "" if none did.
+// Servers are asked for it (a shared connection serves every client);
+// each client then gets only what its own level lets through, which the
+// SDK filters per session (per request for 2026-07-28 clients).
 func (a *Aggregator) lowestLevel() mcp.LoggingLevel {
+	low := a.levels.lowest() // of 2026-07-28 clients over HTTP (removed2026.go)
 	a.clients.mu.Lock()
 	defer a.clients.mu.Unlock()
-	var low mcp.LoggingLevel
 	for _, cs := range a.clients.sessions {
 		cs.mu.Lock()
 		lv := cs.level

@@ -82,6 +82,7 @@ func guard(f func(), onErr func(error)) (err error) {
 // request builds the upstream request context of a client request.
 func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, task string) upstream.Request {
 	r := upstream.Request{Task: task, Caller: a.newCaller(ctx, ss), Features: clientFeatures(ctx, ss), ClientInfo: clientInfo(ctx, ss)}
+	r.LogLevel, r.OwnLevel = ownLevel(ctx) // removed2026.go
 	if srv.PerClient() {
 		r.Client = a.clientID(ctx, ss)
 	}

@@ -36,6 +36,9 @@ type (
 	requestFeaturesKey struct{}
 	requestCapsKey     struct{}
 	requestClientKey   struct{}
+	// requestLevelKey holds a sessionless request's own log level
+	// (io.modelcontextprotocol/logLevel of its _meta), "" for none.
+	requestLevelKey struct{}
 )
 
 // sessionless reports whether req is a request of the sessionless
@@ -64,6 +67,7 @@ func (a *Aggregator) sessionlessMiddleware(next mcp.MethodHandler) mcp.MethodHan
 		if info := r.ClientInfo(); info != nil {
 			ctx = context.WithValue(ctx, requestClientKey{}, info)
 		}
+		ctx = context.WithValue(ctx, requestLevelKey{}, requestLevel(req))
 		if x := req.GetExtra(); x != nil && x.Header != nil {
 			ctx = context.WithValue(ctx, ownClientKey{}, true) // HTTP
 			ctx = withClientKey(ctx, req)                      // clientkey.go

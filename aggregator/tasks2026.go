@@ -2,6 +2,8 @@ package aggregator
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,6 +29,11 @@ import (
 //     forge one nor alter one to reach another server or tool; no state
 //     is kept for it, so a handle is good as long as the server keeps
 //     the task;
+//   - a handle is its client's: it names, hashed, the client the request
+//     that made the task named (taskOwner), and tasks/get, tasks/update
+//     and tasks/cancel of any other client find no such task. A client
+//     that named none (no task, no token, over HTTP) owns nothing: its
+//     handle, unforgeable and seen by nobody else, is the capability;
 //   - its tasks/get, tasks/update and tasks/cancel go to the server the
 //     handle names, with the server's task id; a completed task's result
 //     gets what a call's result gets after the server answered
@@ -47,9 +54,39 @@ func requestTasksExtension(ctx context.Context) bool {
 type taskHandle struct {
 	Profile string `json:"p"`
 	Server  string `json:"s"`
-	Tool    string `json:"t"` // the exposed name
-	TaskID  string `json:"i"` // the server's
+	Tool    string `json:"t"`           // the exposed name
+	TaskID  string `json:"i"`           // the server's
+	Owner   string `json:"o,omitempty"` // taskOwner of the request that made it; "" for none
 }
+
+// taskOwner returns who owns a task a request of ctx makes, as a task
+// handle names it; "" for a request that names no client.
+//
+// Over HTTP a 2026 client has no session: it is who its request says it
+// is, as for its per-client connections (clientkey.go): its task
+// (_meta.task_id, X-Task-Id) within its principal, else its principal
+// (the bearer token it was authenticated with). A request that names
+// neither (loopback without tokens, no task) owns nothing. Over stdio the
+// connection is the client. The key is hashed: a handle's payload is
+// readable, and need not show a client's task or principal.
+func taskOwner(ctx context.Context, ss *mcp.ServerSession, requestIsItsOwnClient bool) string {
+	var key string
+	switch id, ok := namedClient(ctx); {
+	case ok:
+		key = string(id)
+	case requestIsItsOwnClient || ss == nil:
+		return ""
+	default:
+		// A session's key names it within this process only.
+		key = "session:" + processNonce + "/" + sessionKey(ss)
+	}
+	sum := sha256.Sum256([]byte(key))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+// processNonce tells this process's sessions from another's that shares
+// the signing key (replicas, MCPMUX_STATE_KEY).
+var processNonce = rand.Text()
 
 // mintTaskHandle returns the taskId a client gets for h.
 func (a *Aggregator) mintTaskHandle(h taskHandle) (string, error) {
@@ -81,7 +118,7 @@ func (a *Aggregator) readTaskHandle(id string) (taskHandle, bool) {
 // its server answered c with, under mcpmux's taskId, and reports whether
 // res was one: then nothing after the run step applies to it (they apply
 // to the task's result).
-func (a *Aggregator) extensionTaskCreated(p *profile, e *Entry, res *result) bool {
+func (a *Aggregator) extensionTaskCreated(ctx context.Context, p *profile, c *toolCall, e *Entry, res *result) bool {
 	if res.raw == nil || !upstream.IsTaskHandle(res.raw) {
 		return false
 	}
@@ -89,7 +126,8 @@ func (a *Aggregator) extensionTaskCreated(p *profile, e *Entry, res *result) boo
 		TaskID string `json:"taskId"`
 	}
 	_ = json.Unmarshal(res.raw, &t)
-	id, err := a.mintTaskHandle(taskHandle{Profile: p.name, Server: e.Server, Tool: e.Name, TaskID: t.TaskID})
+	owner := taskOwner(ctx, c.session, a.requestIsItsOwnClient(ctx))
+	id, err := a.mintTaskHandle(taskHandle{Profile: p.name, Server: e.Server, Tool: e.Name, TaskID: t.TaskID, Owner: owner})
 	if err == nil {
 		var out json.RawMessage
 		if out, err = withTaskID(res.raw, id); err == nil {
@@ -132,7 +170,9 @@ func (a *Aggregator) taskMethod2026(ctx context.Context, p *profile, method stri
 		params = &taskParams{}
 	}
 	h, ok := a.readTaskHandle(params.TaskID)
-	if !ok || h.Profile != p.name {
+	// Another client's task is not found either: whether it exists is
+	// none of this client's business.
+	if !ok || h.Profile != p.name || (h.Owner != "" && h.Owner != taskOwner(ctx, req.Session, a.requestIsItsOwnClient(ctx))) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Failed to retrieve task: Task not found (%q is not a task mcpmux handed out here)", params.TaskID)}
 	}
 	e := p.view.Load().cat.byName[h.Tool]

@@ -7,12 +7,14 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/front"
 	"github.com/mcpmux/mcpmux/internal/tasktest"
 )
 
@@ -324,5 +326,151 @@ func TestExtensionTasksOverHTTP(t *testing.T) {
 	}
 	if _, _, _, cancelled := ext.Seen(); strings.Join(cancelled, ",") != "task-1" {
 		t.Errorf("server cancelled %v, want [task-1]", cancelled)
+	}
+}
+
+// postAs is post2026 with the headers of a client (its token, its task).
+func postAs(t *testing.T, url string, hdr http.Header, method, name string, params map[string]any) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
+	maps.Copy(req.Header, hdr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok {
+			return d
+		}
+	}
+	return string(b)
+}
+
+// A task of the tasks extension is its client's. Over HTTP, where a 2026
+// client has no session, the client is who its request names, as for
+// per-client connections: its task (X-Task-Id or _meta.task_id) within
+// its token, else its token. Another task, the same task under another
+// token, or a request that names no client gets, updates or cancels
+// nothing of it: the task is not found, as an id mcpmux never handed out.
+// A task made by a request that names no client has no owner: its handle
+// is the capability. Over stdio the connection is the client.
+func TestExtensionTaskOwnership(t *testing.T) {
+	srv, ext := taskServer2026()
+	h := newHarness(t, map[string]*mcp.Server{"t": srv}, "", nil)
+	h.front = h.serveHTTP(&front.Options{Tokens: front.NewTokens("token-of-alice-0123456789", "token-of-bob-0123456789")})
+	ts := httptest.NewServer(h.front)
+	t.Cleanup(ts.Close)
+	url := ts.URL + "/mcp"
+	meta := sessionlessMeta(extensionCaps)
+	as := func(token, task string) http.Header {
+		hdr := http.Header{"Authorization": {"Bearer " + token}}
+		if task != "" {
+			hdr.Set("X-Task-Id", task)
+		}
+		return hdr
+	}
+	start := func(hdr http.Header, m map[string]any) string {
+		t.Helper()
+		res := postAs(t, url, hdr, "tools/call", "t__job", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": m})
+		var msg struct {
+			Result struct{ ResultType, TaskID string }
+		}
+		if json.Unmarshal([]byte(res), &msg) != nil || msg.Result.ResultType != "task" {
+			t.Fatalf("tools/call = %s, want a task handle", res)
+		}
+		return msg.Result.TaskID
+	}
+	notFound := func(what, got string) {
+		t.Helper()
+		if !strings.Contains(got, "-32602") || !strings.Contains(got, "Task not found") {
+			t.Errorf("%s = %s, want -32602 Task not found", what, got)
+		}
+	}
+	alice, aliceT1, aliceT2, bobT1 := as("token-of-alice-0123456789", ""), as("token-of-alice-0123456789", "T1"), as("token-of-alice-0123456789", "T2"), as("token-of-bob-0123456789", "T1")
+
+	// Keyed by task within the token.
+	id := start(aliceT1, meta)
+	for _, c := range []struct {
+		who string
+		hdr http.Header
+	}{{"alice's task T2", aliceT2}, {"bob's task T1", bobT1}, {"alice without a task", alice}} {
+		notFound(c.who+": tasks/get", postAs(t, url, c.hdr, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}))
+		notFound(c.who+": tasks/update", postAs(t, url, c.hdr, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"who": "Mallory"}}}, "_meta": meta}))
+		notFound(c.who+": tasks/cancel", postAs(t, url, c.hdr, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": meta}))
+	}
+	if got := postAs(t, url, aliceT1, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"working"`) {
+		t.Errorf("the owner's tasks/get = %s, want working", got)
+	}
+	// The task named in _meta is the task of the X-Task-Id header.
+	withTask := maps.Clone(meta)
+	withTask["task_id"] = "T1"
+	if got := postAs(t, url, alice, "tasks/get", id, map[string]any{"taskId": id, "_meta": withTask}); !strings.Contains(got, `"status":"input_required"`) {
+		t.Errorf("the owner's tasks/get naming its task in _meta = %s, want input_required", got)
+	}
+	if got := postAs(t, url, aliceT1, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"who": "Zoe"}}}, "_meta": meta}); !strings.Contains(got, `"result":{`) {
+		t.Errorf("the owner's tasks/update = %s, want an acknowledgement", got)
+	}
+	if got := postAs(t, url, aliceT1, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"completed"`) || !strings.Contains(got, "hello Zoe") {
+		t.Errorf("the owner's tasks/get = %s, want completed with its answer", got)
+	}
+
+	// Keyed by the token alone.
+	id = start(alice, meta)
+	notFound("bob: tasks/get", postAs(t, url, as("token-of-bob-0123456789", ""), "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}))
+	if got := postAs(t, url, alice, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"result":{`) {
+		t.Errorf("the owner's tasks/cancel = %s, want an acknowledgement", got)
+	}
+
+	// Over stdio the connection is the client.
+	c1, c2 := stdioLines(t, h.agg, DefaultProfile), stdioLines(t, h.agg, DefaultProfile)
+	var handle struct{ TaskID string }
+	if err := json.Unmarshal(c1.mustCall("tools/call", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": meta}), &handle); err != nil || handle.TaskID == "" {
+		t.Fatalf("tools/call over stdio: %v, want a task handle", err)
+	}
+	if _, errj := c2.call("tasks/get", map[string]any{"taskId": handle.TaskID, "_meta": meta}); !strings.Contains(string(errj), "Task not found") {
+		t.Errorf("another connection's tasks/get: %s, want Task not found", errj)
+	}
+	if got := string(c1.mustCall("tasks/get", map[string]any{"taskId": handle.TaskID, "_meta": meta})); !strings.Contains(got, `"status":"working"`) {
+		t.Errorf("the connection's own tasks/get = %s, want working", got)
+	}
+
+	// Only tasks/update of the owner reached the server, only its
+	// cancel.
+	if _, _, updates, cancelled := ext.Seen(); strings.Join(updates, ",") != "task-1:Zoe" || strings.Join(cancelled, ",") != "task-2" {
+		t.Errorf("the server saw updates %v and cancels %v, want only the owners'", updates, cancelled)
+	}
+}
+
+// Without tokens and without a task, a request names no client: the
+// handle is the capability, and any request that holds it reaches the
+// task (a client of a task of its own gets its own key).
+func TestExtensionTaskOfNoClient(t *testing.T) {
+	srv, _ := taskServer2026()
+	_, ts := sessionlessHTTP(t, map[string]*mcp.Server{"t": srv}, nil)
+	url := ts.URL + "/mcp"
+	meta := sessionlessMeta(extensionCaps)
+	res := postAs(t, url, nil, "tools/call", "t__job", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": meta})
+	var msg struct {
+		Result struct{ TaskID string }
+	}
+	if json.Unmarshal([]byte(res), &msg) != nil || msg.Result.TaskID == "" {
+		t.Fatalf("tools/call = %s, want a task handle", res)
+	}
+	id := msg.Result.TaskID
+	if got := postAs(t, url, nil, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"working"`) {
+		t.Errorf("tasks/get of another request = %s, want working", got)
+	}
+	if got := postAs(t, url, http.Header{"X-Task-Id": {"T9"}}, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":`) {
+		t.Errorf("tasks/get of a client with a task = %s, want the task", got)
 	}
 }

@@ -200,8 +200,18 @@ func checkExtensionTasks(t *testing.T, dir string) {
 // JSON-RPC message of its answer (of a JSON body or an event stream).
 func post2026(t *testing.T, url, method, name string, params map[string]any) string {
 	t.Helper()
+	return post2026As(t, url, nil, method, name, params)
+}
+
+// post2026As is post2026 with a client's own headers (its token, its
+// task).
+func post2026As(t *testing.T, url string, hdr http.Header, method, name string, params map[string]any) string {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
@@ -235,4 +245,70 @@ func lineWith(text, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// A task of the tasks extension is its client's: of two 2026-07-28
+// clients over HTTP with different tasks (X-Task-Id), neither gets,
+// answers or cancels the other's task, which is not found, as an id
+// mcpmux never handed out; its own client polls it, answers its question
+// and gets its result.
+func TestExtensionTaskOwners(t *testing.T) {
+	t.Parallel()
+	srv := only2026Server("only2026http")
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(ts.Close)
+	p := startHTTP(t, writeConfig(t, map[string]string{"tool/newhttp.yaml": fmt.Sprintf("name: newhttp\nurl: %s\n", ts.URL)}))
+	url := p.url + "/mcp"
+	meta := map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+	}
+	alice, bob := http.Header{"X-Task-Id": {"alice-task"}}, http.Header{"X-Task-Id": {"bob-task"}}
+	start := func(hdr http.Header) string {
+		t.Helper()
+		var handle struct {
+			Result struct{ ResultType, TaskID string }
+		}
+		if res := post2026As(t, url, hdr, "tools/call", "newhttp__job", map[string]any{"name": "newhttp__job", "arguments": map[string]any{}, "_meta": meta}); json.Unmarshal([]byte(res), &handle) != nil || handle.Result.ResultType != "task" {
+			t.Fatalf("newhttp__job: %s, want a task handle", res)
+		}
+		return handle.Result.TaskID
+	}
+	aliceTask, bobTask := start(alice), start(bob)
+	for _, c := range []struct {
+		who  string
+		hdr  http.Header
+		task string
+	}{{"bob", bob, aliceTask}, {"alice", alice, bobTask}, {"a client without a task", nil, aliceTask}} {
+		for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+			params := map[string]any{"taskId": c.task, "_meta": meta}
+			if method == "tasks/update" {
+				params["inputResponses"] = map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Mallory"}}}
+			}
+			if got := post2026As(t, url, c.hdr, method, c.task, params); !strings.Contains(got, `"code":-32602`) || !strings.Contains(got, "Task not found") {
+				t.Errorf("%s's %s of another client's task: %s, want -32602 Task not found", c.who, method, got)
+			}
+		}
+	}
+	// Each owner completes its own.
+	for _, c := range []struct {
+		hdr        http.Header
+		task, name string
+	}{{alice, aliceTask, "Alice"}, {bob, bobTask, "Bob"}} {
+		testkit.Await(t, "the task's completion", func() string {
+			got := post2026As(t, url, c.hdr, "tasks/get", c.task, map[string]any{"taskId": c.task, "_meta": meta})
+			if strings.Contains(got, `"status":"input_required"`) {
+				post2026As(t, url, c.hdr, "tasks/update", c.task, map[string]any{"taskId": c.task, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": c.name}}}, "_meta": meta})
+			}
+			return got
+		}, func(got string) bool {
+			if !strings.Contains(got, `"status":"working"`) && !strings.Contains(got, `"status":"input_required"`) && !strings.Contains(got, `"status":"completed"`) {
+				t.Fatalf("tasks/get = %s", got)
+			}
+			return strings.Contains(got, `"status":"completed"`)
+		})
+		if got := post2026As(t, url, c.hdr, "tasks/get", c.task, map[string]any{"taskId": c.task, "_meta": meta}); !strings.Contains(got, "hello "+c.name) {
+			t.Errorf("the owner's completed task: %s, want its greeting of %s", got, c.name)
+		}
+	}
 }

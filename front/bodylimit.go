@@ -99,3 +99,24 @@ func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int, m
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
 }
+
+// writeRPCAnswer answers request id with result, or with rpcErr: 404 for
+// a method not found, as MCP 2026-07-28 has an HTTP server answer one;
+// 400 for any other error.
+func writeRPCAnswer(w http.ResponseWriter, id jsonrpc.ID, result json.RawMessage, rpcErr *jsonrpc.Error) {
+	if rpcErr != nil {
+		status := http.StatusBadRequest
+		if rpcErr.Code == jsonrpc.CodeMethodNotFound {
+			status = http.StatusNotFound
+		}
+		writeRPCError(w, status, id, int(rpcErr.Code), rpcErr.Message)
+		return
+	}
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: result})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(data)
+}

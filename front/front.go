@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
@@ -56,6 +57,12 @@ type Engine interface {
 	// to read, TrackStream wraps the writer of a session's GET stream.
 	LiftBody(r *http.Request, body []byte) []byte
 	TrackStream(sessionID string, w http.ResponseWriter) (http.ResponseWriter, func())
+	// AnswerRemoved answers, instead of the SDK, a POST of MCP
+	// 2026-07-28 that the SDK would refuse for want of the request's
+	// _meta: ping and logging/setLevel as a go-sdk v1.8.0 client sends
+	// them (see aggregator/removed2026.go). It returns the answer's
+	// result or error, and whether it answered.
+	AnswerRemoved(r *http.Request, body []byte) (json.RawMessage, *jsonrpc.Error, bool)
 }
 
 // Options configure a front. Engine is required.
@@ -230,6 +237,10 @@ func (f *Front) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sessionless(r, body) {
+		if result, rpcErr, ok := f.engine.AnswerRemoved(r, body); ok {
+			writeRPCAnswer(w, peekID(body), result, rpcErr)
+			return
+		}
 		// A 2026-07-28 request stands alone, whatever the mode: no session
 		// to admit or track, no stream of a session (see sessionless).
 		sw := newSSEWriter(w)

@@ -2,11 +2,13 @@ package front
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
@@ -25,6 +27,9 @@ func (e *engine) Draining() bool                                                
 func (e *engine) HealthReport() any                                              { return map[string]string{"status": "ok"} }
 func (e *engine) WatchSessions(func(context.Context, *mcp.ServerSession) func()) {}
 func (e *engine) LiftBody(_ *http.Request, body []byte) []byte                   { return body }
+func (e *engine) AnswerRemoved(*http.Request, []byte) (json.RawMessage, *jsonrpc.Error, bool) {
+	return nil, nil, false
+}
 func (e *engine) TrackStream(_ string, w http.ResponseWriter) (http.ResponseWriter, func()) {
 	return w, func() {}
 }

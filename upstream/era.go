@@ -115,11 +115,14 @@ func (c *conn) withRequestMeta(ctx context.Context, params json.RawMessage) (jso
 			return nil, fmt.Errorf("_meta is not an object: %w", err)
 		}
 	}
-	features, info := c.features, c.srv.opts.ClientInfo
+	features, info, level := c.features, c.srv.opts.ClientInfo, c.srv.LoggingLevel()
 	if r := requestOf(ctx); r != nil {
 		features = r.Features
 		if r.ClientInfo != nil {
 			info = r.ClientInfo
+		}
+		if r.OwnLevel {
+			level = r.LogLevel
 		}
 	}
 	set := func(key string, v any) {
@@ -135,7 +138,7 @@ func (c *conn) withRequestMeta(ctx context.Context, params json.RawMessage) (jso
 	if info != nil {
 		set(mcp.MetaKeyClientInfo, info)
 	}
-	if level := c.srv.LoggingLevel(); level != "" {
+	if level != "" {
 		set(mcp.MetaKeyLogLevel, level)
 	}
 	b, err := json.Marshal(meta)

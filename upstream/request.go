@@ -33,6 +33,13 @@ type Request struct {
 	// ClientInfo is the caller's clientInfo, which a 2026-07-28 request
 	// carries (era.go); nil: mcpmux's own.
 	ClientInfo *mcp.Implementation
+	// LogLevel is the log level of a 2026-07-28 caller's request (its
+	// _meta's io.modelcontextprotocol/logLevel, "" for none), if OwnLevel:
+	// a 2026 server is asked for it with the request (era.go), instead of
+	// the level of the callers of 2025-11-25 sessions.
+	//lint:ignore SA1019 deprecated from 2026-07-28 on, still functional.
+	LogLevel mcp.LoggingLevel
+	OwnLevel bool
 }
 
 // CallParams is one tool call for a server.
