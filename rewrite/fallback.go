@@ -79,7 +79,7 @@ func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, 
 	args, err := f.args.render(argsMap)
 	if err != nil {
 		// Not a hit: the rule could not act on this call.
-		env.logger().Warn("rewrite fallback skipped", "rule", f.name, "tool", c.Name, "fallback", f.tool, "session", c.Session, "task", c.Task, "error", err)
+		env.logger().Warn("rewrite fallback skipped", "rule", f.name, "tool", c.Name, "fallback", f.tool, "session", c.Session, "task", c.RunID, "error", err)
 		return res
 	}
 	res2 := env.Call(withoutFallback(ctx), f.tool, args)
