@@ -42,9 +42,9 @@ type Options struct {
 	Version string
 	// MaxNameLength bounds exposed tool names; zero means MaxNameLength.
 	MaxNameLength int
-	// TaskID is the task of calls that name none themselves (by
+	// RunID is the evaluation task id of calls that name none themselves (by
 	// _meta.task_id or the X-Task-Id header): a stdio instance's --task-id.
-	TaskID string
+	RunID string
 	// Metrics count what happens; nil counts in a registry of its own.
 	Metrics *metrics.Metrics
 	// Stateless serves HTTP without sessions (see package front): no
@@ -74,14 +74,14 @@ type Aggregator struct {
 	seenMu sync.Mutex
 	seen   map[upstream.ClientFeatures]bool
 
-	log         *slog.Logger
-	mask        *logs.Masker // secrets of the config, hidden in what clients see
-	pool        *upstream.Pool
-	impl        *mcp.Implementation
-	maxName     int
-	defaultTask string
-	stateless   bool        // see Options.Stateless
-	draining    atomic.Bool // see Drain
+	log          *slog.Logger
+	mask         *logs.Masker // secrets of the config, hidden in what clients see
+	pool         *upstream.Pool
+	impl         *mcp.Implementation
+	maxName      int
+	defaultRunID string
+	stateless    bool        // see Options.Stateless
+	draining     atomic.Bool // see Drain
 
 	ready     chan struct{} // closed once the pool has started
 	readyOnce sync.Once
@@ -150,21 +150,21 @@ func New(opts *Options) *Aggregator {
 		replicas, _ = replica.New(replica.Options{}) // a key of its own: no error
 	}
 	a := &Aggregator{
-		log:         log,
-		mask:        logs.MaskerOf(log),
-		pool:        opts.Pool,
-		impl:        &mcp.Implementation{Name: "mcpmux", Version: version},
-		maxName:     opts.MaxNameLength,
-		defaultTask: cleanTaskID(opts.TaskID),
-		stateless:   opts.Stateless,
-		ready:       make(chan struct{}),
-		settings:    settings,
-		catalog:     BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
-		profiles:    map[string]*profile{},
-		subs:        subscriptions{n: map[string]int{}},
-		metrics:     opts.Metrics,
-		parked:      newParkedCalls(replicas),
-		tracing:     opts.Tracing,
+		log:          log,
+		mask:         logs.MaskerOf(log),
+		pool:         opts.Pool,
+		impl:         &mcp.Implementation{Name: "mcpmux", Version: version},
+		maxName:      opts.MaxNameLength,
+		defaultRunID: cleanTaskID(opts.RunID),
+		stateless:    opts.Stateless,
+		ready:        make(chan struct{}),
+		settings:     settings,
+		catalog:      BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
+		profiles:     map[string]*profile{},
+		subs:         subscriptions{n: map[string]int{}},
+		metrics:      opts.Metrics,
+		parked:       newParkedCalls(replicas),
+		tracing:      opts.Tracing,
 	}
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)

@@ -25,7 +25,7 @@ type clientSession struct {
 	level     mcp.LoggingLevel // its logging/setLevel, "" if none
 	tasks     []*clientTask    // oldest first
 	perClient bool             // per-client connections may be open for it
-	task      string           // the task its initialize named (taskOf)
+	runID     string           // the task its initialize named (runIDOf)
 	exposed   exposedTools     // tools find_tools exposed to it (lazy.go)
 	// initialized: the client sent notifications/initialized; until then
 	// it is sent no list_changed (see listNotes.middleware).
@@ -274,7 +274,7 @@ func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 				cs := a.client(ctx, ss)
 				cs.mu.Lock()
-				cs.task = a.taskOf(nil, req.GetExtra())
+				cs.runID = a.runIDOf(nil, req.GetExtra())
 				cs.mu.Unlock()
 			}
 		}
@@ -309,14 +309,14 @@ func (a *Aggregator) openOwnConnections(ctx context.Context, p *profile, req *mc
 	}
 	cs := a.client(ctx, ss)
 	cs.mu.Lock()
-	task := cs.task
+	runID := cs.runID
 	cs.mu.Unlock()
 	// The opening lasts until it is done or the session ends, not just
 	// the notification's handling.
 	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cs.whenEnded(cancel)
 	for _, srv := range open {
-		r := a.request(ctx, srv, ss, task)
+		r := a.request(ctx, srv, ss, runID)
 		go func() {
 			if err := srv.OpenClient(octx, r); err != nil {
 				a.log.Debug("opening a client's own connection at its start failed; its first request opens it", "server", srv.Config().Name, "session", sessionID(ss), "error", err)

@@ -47,16 +47,16 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	cctx, down := tracing.StartClient(cctx, "tools/call", e.Tool, e.Server)
 	defer down.End("", "")
 	cp := upstream.CallParams{
-		Request: a.request(ctx, srv, c.session, c.task),
+		Request: a.request(ctx, srv, c.session, c.runID),
 		Params: &mcp.CallToolParams{
 			Name:      e.Tool,
 			Arguments: args,
-			Meta:      tracing.Inject(cctx, withRefusals(forwardMeta(c.meta, c.task), settings.Rules(), e)),
+			Meta:      tracing.Inject(cctx, withRefusals(forwardMeta(c.meta, c.runID), settings.Rules(), e)),
 		},
 		Progress:     progressTo(ctx, c),
 		StreamClosed: closeClientStream(c.extra),
 	}
-	cp.Task, cp.RunTask = a.taskMode(c, e)         // MCP tasks (mcptasks.go)
+	cp.MCPTask, cp.RunTask = a.taskMode(c, e)      // MCP tasks (mcptasks.go)
 	cp.TasksExtension = requestTasksExtension(ctx) // of 2026-07-28 (tasks2026.go)
 	cp.ExtensionTool = e.extensionTasks
 	start := time.Now()
@@ -65,7 +65,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	if next := a.pool.Get(e.Server); errors.Is(err, upstream.ErrStopped) && next != nil && next != srv {
 		// A reload replaced the server between the lookup and the call:
 		// its new version takes the call.
-		cp.Request = a.request(ctx, next, c.session, c.task)
+		cp.Request = a.request(ctx, next, c.session, c.runID)
 		raw, err = next.CallTool(cctx, cp)
 	}
 	elapsed := time.Since(start).Round(time.Millisecond)
@@ -75,7 +75,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 		c.span.Set("mcpmux.outcome", f.outcome)
 		down.Fail(f.outcome, err.Error())
 		c.rec.Failed(f.outcome, f.timeout(timeout))
-		a.log.Warn("tool call failed", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "error", err, "elapsed", elapsed)
+		a.log.Warn("tool call failed", "tool", e.Name, "task", c.runID, "session", sessionID(c.session), "error", err, "elapsed", elapsed)
 		res := decoded(a.maskResult(f.result(e, timeout, detail)))
 		res.rpc = passedOn(err, a.mask.Mask)
 		return res
@@ -85,7 +85,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	a.charge(c, srv.Config(), e, "") // the server answered: the call is billed
 	c.span.Set("mcpmux.outcome", resultOutcome(res.isError()))
 	traceResult(down, res)
-	a.log.Debug("tool call", "tool", e.Name, "task", c.task, "session", sessionID(c.session), "elapsed", elapsed)
+	a.log.Debug("tool call", "tool", e.Name, "task", c.runID, "session", sessionID(c.session), "elapsed", elapsed)
 	if cfg := srv.Config(); cfg.OutputDir != "" {
 		res = decoded(a.linkOutputFiles(ctx, c.session, cfg, res.typed(), start.Add(-time.Second)))
 	}
@@ -97,7 +97,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	}
 	if res.size() > int(limit) {
 		if capped, truncated := capResult(res.typed(), limit); truncated {
-			a.log.Warn("tool result truncated: over max_result_bytes", "tool", e.Name, "task", c.task, "limit", limit.String())
+			a.log.Warn("tool result truncated: over max_result_bytes", "tool", e.Name, "task", c.runID, "limit", limit.String())
 			res = decoded(capped)
 		}
 	}
@@ -111,10 +111,10 @@ const TaskHeader = "X-Task-Id"
 // the server.
 const taskMetaKey = "task_id"
 
-// taskOf is the caller's task: _meta.task_id of the request, else the
+// runIDOf is the caller's evaluation task id (its run): _meta.task_id of the request, else the
 // X-Task-Id header of its HTTP request, else the instance's default
 // (--task-id or TASK_ID for a stdio instance).
-func (a *Aggregator) taskOf(meta mcp.Meta, extra *mcp.RequestExtra) string {
+func (a *Aggregator) runIDOf(meta mcp.Meta, extra *mcp.RequestExtra) string {
 	if v, ok := meta[taskMetaKey].(string); ok && v != "" {
 		return cleanTaskID(v)
 	}
@@ -123,7 +123,7 @@ func (a *Aggregator) taskOf(meta mcp.Meta, extra *mcp.RequestExtra) string {
 			return cleanTaskID(v)
 		}
 	}
-	return a.defaultTask
+	return a.defaultRunID
 }
 
 // progressTo returns the function that passes a server's progress
@@ -135,7 +135,7 @@ func progressTo(ctx context.Context, c *toolCall) func(context.Context, *mcp.Pro
 		return nil
 	}
 	ss := c.session
-	augmented := len(c.augment) > 0
+	augmented := len(c.mcpTask) > 0
 	return func(_ context.Context, p *mcp.ProgressNotificationParams) {
 		// The client request's context routes the notification to its
 		// response stream. upstream holds the answer until the progress
@@ -258,7 +258,7 @@ var hopMeta = map[string]bool{
 // forwardMeta copies the client's _meta for the downstream call, without
 // the hop-by-hop keys and the refusals (which only mcpmux sets: see
 // withRefusals), and with the caller's task.
-func forwardMeta(m mcp.Meta, task string) mcp.Meta {
+func forwardMeta(m mcp.Meta, runID string) mcp.Meta {
 	var out mcp.Meta
 	for k, v := range m {
 		if hopMeta[k] || k == rewrite.RefusalsMetaKey {
@@ -269,11 +269,11 @@ func forwardMeta(m mcp.Meta, task string) mcp.Meta {
 		}
 		out[k] = v
 	}
-	if task != "" {
+	if runID != "" {
 		if out == nil {
 			out = mcp.Meta{}
 		}
-		out[taskMetaKey] = task
+		out[taskMetaKey] = runID
 	}
 	return out
 }

@@ -88,7 +88,7 @@ func (a *Aggregator) clientCall(ctx context.Context, p *profile, req *mcp.CallTo
 	c.span = tracing.FromContext(ctx)
 	if a.journal.On() || a.frozen.On() {
 		c.rec = a.journal.BeginFrozen(journal.Start{
-			Task: c.task, Session: sessionID(c.session), Profile: p.name, Client: clientOf(c.session),
+			Task: c.runID, Session: sessionID(c.session), Profile: p.name, Client: clientOf(c.session),
 			Tool: c.name, Arguments: c.args,
 			Catalog: func() []journal.Server {
 				v := p.view.Load()
@@ -115,7 +115,7 @@ func (a *Aggregator) replayed(c *toolCall, e *Entry) *result {
 		return nil
 	}
 	c.span.Event("mcpmux.replay", "tool", e.Name)
-	res, replayed := rp.Answer(c.task, e.Name, c.args)
+	res, replayed := rp.Answer(c.runID, e.Name, c.args)
 	switch {
 	case replayed:
 		a.answered(c, e.Server, e.Tool, metrics.OutcomeReplayed)
@@ -160,7 +160,7 @@ func (a *Aggregator) recordCatalog(p *profile, req *mcp.ListToolsRequest, v *vie
 		meta = req.Params.Meta
 	}
 	a.journal.Catalog(journal.Header{
-		Time: time.Now().UTC(), Task: a.taskOf(meta, req.Extra), Session: sessionID(req.Session), Client: clientOf(req.Session), Profile: p.name,
+		Time: time.Now().UTC(), Task: a.runIDOf(meta, req.Extra), Session: sessionID(req.Session), Client: clientOf(req.Session), Profile: p.name,
 	}, catalogOf(v, tools))
 }
 

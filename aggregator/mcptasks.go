@@ -162,8 +162,8 @@ func takeAugment(meta mcp.Meta) (mcp.Meta, json.RawMessage) {
 // a client's task is ignored, as the spec has a server that declares no
 // tasks capability do.
 func (a *Aggregator) taskMode(c *toolCall, e *Entry) (task json.RawMessage, run bool) {
-	if c.augment != nil && !a.stateless {
-		return c.augment, false
+	if c.mcpTask != nil && !a.stateless {
+		return c.mcpTask, false
 	}
 	return nil, e.taskSupport == taskRequired
 }
@@ -173,7 +173,7 @@ func (a *Aggregator) taskMode(c *toolCall, e *Entry) (task json.RawMessage, run 
 // step applies to it (rules and notes act on tool results; they apply to
 // the task's result, see taskResult).
 func (a *Aggregator) taskCreated(p *profile, c *toolCall, e *Entry, res *result) bool {
-	if c.augment == nil || a.stateless || res.raw == nil || e.meta != nil {
+	if c.mcpTask == nil || a.stateless || res.raw == nil || e.meta != nil {
 		return false
 	}
 	t, ok := upstream.CreatedTask(res.raw)
@@ -320,7 +320,7 @@ func (a *Aggregator) askTaskServer(ctx context.Context, ss *mcp.ServerSession, t
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	raw, err := srv.TaskRequest(cctx, upstream.TaskParams{
-		Request: a.request(ctx, srv, ss, t.call.task), Method: method, TaskID: t.id, StreamClosed: streamClosed, ExtensionTool: e.extensionTasks,
+		Request: a.request(ctx, srv, ss, t.call.runID), Method: method, TaskID: t.id, StreamClosed: streamClosed, ExtensionTool: e.extensionTasks,
 	})
 	if err == nil {
 		return raw, nil
@@ -443,7 +443,7 @@ func (a *Aggregator) serverTasks(ctx context.Context, ss *mcp.ServerSession, ts 
 	seen := map[string]bool{}
 	cursor := ""
 	for range maxTaskListPages {
-		raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: a.request(ctx, srv, ss, ts[0].call.task), Method: "tasks/list", Cursor: cursor, ExtensionTool: e.extensionTasks})
+		raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: a.request(ctx, srv, ss, ts[0].call.runID), Method: "tasks/list", Cursor: cursor, ExtensionTool: e.extensionTasks})
 		var rpc *upstream.RPCError
 		if errors.As(err, &rpc) && first == nil {
 			return nil, a.getEach(ctx, ss, ts), nil // it lists no tasks

@@ -31,7 +31,11 @@ type metaTool struct {
 	handle metaHandler
 }
 
-// metaTools are the meta tools, in listing order.
+// metaTools are the meta tools, in listing order: the one table of them.
+// A new meta tool is an entry here with its definition and its handler (a
+// method on *Aggregator below); its name goes into config.MetaToolNames
+// and the enum of meta_tools in config/schema/mcpmux.schema.json, which
+// TestMetaToolsAreDefinedOnce holds to this table.
 var metaTools = []metaTool{
 	{
 		def: mcp.Tool{

@@ -3,6 +3,8 @@ package aggregator
 import (
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -244,6 +246,50 @@ func TestMetaToolsAreStableAcrossRebuilds(t *testing.T) {
 	for _, name := range []string{"mcpmux__status", "mcpmux__find_tools", "mcpmux__call_tool"} {
 		if b, a := before.visible[name], after.visible[name]; b == nil || a == nil || b.hash != a.hash {
 			t.Errorf("%s: hash changed across a rebuild (or missing)", name)
+		}
+	}
+}
+
+// metaTools is the one table of meta tools: the names mcpmux.yaml's
+// meta_tools accepts (config.MetaToolNames) and the enum of its schema are
+// its names, in its order, so that a new meta tool left out of either
+// fails here, naming what to add.
+func TestMetaToolsAreDefinedOnce(t *testing.T) {
+	var names []string
+	for _, m := range metaTools {
+		names = append(names, m.def.Name)
+		if m.handle == nil || m.def.Description == "" || m.def.Title == "" {
+			t.Errorf("meta tool %q needs a handler, a title and a description", m.def.Name)
+		}
+		if s, _ := m.def.InputSchema.(map[string]any); s["type"] != "object" {
+			t.Errorf("meta tool %q: input schema %v, want an object schema", m.def.Name, m.def.InputSchema)
+		}
+	}
+	if !slices.Equal(config.MetaToolNames, names) {
+		t.Errorf("config.MetaToolNames = %q, want the names of metaTools, %q", config.MetaToolNames, names)
+	}
+	data, err := os.ReadFile(filepath.Join("..", "config", "schema", "mcpmux.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			MetaTools struct {
+				Description string
+				Items       struct{ Enum []string }
+			} `json:"meta_tools"`
+		}
+	}
+	if err := json.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	mt := schema.Properties.MetaTools
+	if !slices.Equal(mt.Items.Enum, names) {
+		t.Errorf("config/schema/mcpmux.schema.json: meta_tools.items.enum = %q, want the names of metaTools, %q", mt.Items.Enum, names)
+	}
+	for _, n := range names {
+		if !strings.Contains(mt.Description, n+" (") {
+			t.Errorf("config/schema/mcpmux.schema.json: the description of meta_tools does not say what %s does", n)
 		}
 	}
 }

@@ -80,8 +80,8 @@ func guard(f func(), onErr func(error)) (err error) {
 }
 
 // request builds the upstream request context of a client request.
-func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, task string) upstream.Request {
-	r := upstream.Request{Task: task, Caller: a.newCaller(ctx, ss), Features: clientFeatures(ctx, ss), ClientInfo: clientInfo(ctx, ss)}
+func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, runID string) upstream.Request {
+	r := upstream.Request{RunID: runID, Caller: a.newCaller(ctx, ss), Features: clientFeatures(ctx, ss), ClientInfo: clientInfo(ctx, ss)}
 	r.LogLevel, r.OwnLevel = ownLevel(ctx) // removed2026.go
 	if srv.PerClient() {
 		r.Client = a.clientID(ctx, ss)
@@ -145,9 +145,9 @@ func (a *Aggregator) getPrompt(server, name, exposed string) mcp.PromptHandler {
 		if err != nil {
 			return nil, err
 		}
-		task := a.taskOf(req.Params.Meta, req.Extra)
-		res, err := srv.GetPrompt(ctx, a.request(ctx, srv, req.Session, task), &mcp.GetPromptParams{
-			Name: name, Arguments: req.Params.Arguments, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, task)),
+		runID := a.runIDOf(req.Params.Meta, req.Extra)
+		res, err := srv.GetPrompt(ctx, a.request(ctx, srv, req.Session, runID), &mcp.GetPromptParams{
+			Name: name, Arguments: req.Params.Arguments, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, runID)),
 		})
 		if err != nil {
 			return nil, mapRPCError(rpcError("getting prompt "+name, server, err), name, exposed)
@@ -182,8 +182,8 @@ func (a *Aggregator) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	if err != nil {
 		return nil, err
 	}
-	task := a.taskOf(req.Params.Meta, req.Extra)
-	res, err := srv.ReadResource(ctx, a.request(ctx, srv, req.Session, task), &mcp.ReadResourceParams{URI: orig, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, task))})
+	runID := a.runIDOf(req.Params.Meta, req.Extra)
+	res, err := srv.ReadResource(ctx, a.request(ctx, srv, req.Session, runID), &mcp.ReadResourceParams{URI: orig, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, runID))})
 	if err != nil {
 		return nil, mapRPCError(rpcError("reading "+orig, server, err), orig, exposed)
 	}

@@ -49,12 +49,11 @@ type toolCall struct {
 	meta    mcp.Meta        // the request's _meta
 	session *mcp.ServerSession
 	extra   *mcp.RequestExtra
-	task    string        // the caller's task (taskOf)
+	runID   string        // the caller's evaluation task id (runIDOf)
 	rec     *journal.Call // the journal's record of the client's call; nil without a journal
-	// augment is the client's params.task (MCP tasks, mcptasks.go): the
-	// call is task-augmented. Not to be confused with task, the caller's
-	// task id of mcpmux's journal and per-client environments.
-	augment json.RawMessage
+	// mcpTask is the client's params.task (MCP tasks, mcptasks.go): the
+	// call is task-augmented.
+	mcpTask json.RawMessage
 	// span is the span of the client's request (or of the fallback
 	// that made this call), which the pipeline's steps describe; zero
 	// without tracing.
@@ -67,8 +66,8 @@ func (a *Aggregator) newToolCall(req *mcp.CallToolRequest) *toolCall {
 	if req.Params != nil {
 		c.name, c.args, c.meta = req.Params.Name, req.Params.Arguments, req.Params.Meta
 	}
-	c.meta, c.augment = takeAugment(c.meta)
-	c.task = a.taskOf(c.meta, c.extra)
+	c.meta, c.mcpTask = takeAugment(c.meta)
+	c.runID = a.runIDOf(c.meta, c.extra)
 	return c
 }
 
@@ -78,7 +77,7 @@ func (c *toolCall) derive(name string, args json.RawMessage) *toolCall {
 	d := *c
 	d.name, d.args = name, args
 	d.rec = c.rec.Derived()
-	d.augment = nil // mcpmux's own call, answered with a result: it runs a task-required tool itself
+	d.mcpTask = nil // mcpmux's own call, answered with a result: it runs a task-required tool itself
 	return &d
 }
 
@@ -329,7 +328,7 @@ func (fix *correction) annotate(r *result) *result {
 // environment they run in: the aggregator's log and metrics, and
 // fallbacks, which are new calls of the same caller through this pipeline.
 func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call, *rewrite.Env) {
-	rc := &rewrite.Call{Name: e.Name, Server: e.Server, Tool: e.Tool, Args: c.args, Session: sessionID(c.session), Task: c.task}
+	rc := &rewrite.Call{Name: e.Name, Server: e.Server, Tool: e.Tool, Args: c.args, Session: sessionID(c.session), RunID: c.runID}
 	onHit := a.RuleHit
 	if c.rec != nil || c.span.On() {
 		onHit = func(action, rule string) {

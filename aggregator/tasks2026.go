@@ -185,8 +185,8 @@ func (a *Aggregator) taskMethod2026(ctx context.Context, p *profile, method stri
 	}
 	cctx, cancel := context.WithTimeout(ctx, srv.Config().CallTimeout(e.Tool, a.current.Load().Timeout))
 	defer cancel()
-	call := &toolCall{name: e.Name, session: req.Session, extra: req.Extra, task: a.taskOf(nil, req.Extra)}
-	raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: a.request(ctx, srv, req.Session, call.task), Method: method, TaskID: h.TaskID, Extension: true, InputResponses: params.InputResponses})
+	call := &toolCall{name: e.Name, session: req.Session, extra: req.Extra, runID: a.runIDOf(nil, req.Extra)}
+	raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: a.request(ctx, srv, req.Session, call.runID), Method: method, TaskID: h.TaskID, Extension: true, InputResponses: params.InputResponses})
 	if err != nil {
 		var rpc *upstream.RPCError
 		if errors.As(err, &rpc) {

@@ -71,7 +71,7 @@ func (a *Aggregator) traced(ctx context.Context, p *profile, method string, req 
 	span.Set("gen_ai.prompt.name", prompt)
 	span.Set("mcp.resource.uri", uri)
 	span.Set("mcpmux.profile", p.name)
-	span.Set("mcpmux.task", a.taskOf(meta, extra))
+	span.Set("mcpmux.task", a.runIDOf(meta, extra))
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 		span.Set("mcp.session.id", ss.ID())
 		if ip := ss.InitializeParams(); ip != nil {

@@ -44,9 +44,9 @@ const (
 type Options struct {
 	// Dir is the config directory.
 	Dir string
-	// Task is the task of calls that name none themselves (--task-id).
-	Task string
-	Mode Mode
+	// RunID is the evaluation task id of calls that name none themselves (--task-id).
+	RunID string
+	Mode  Mode
 	// Log is where everything goes, through a masker (logs.Masked) that
 	// New and reloads teach the config's secrets.
 	Log *slog.Logger
@@ -119,7 +119,7 @@ func New(opts *Options) (*Instance, error) {
 		Settings:  snap.Settings,
 		Logger:    log,
 		Version:   opts.Version,
-		TaskID:    opts.Task,
+		RunID:     opts.RunID,
 		Stateless: load.Stateless,
 		Tracing:   in.tracing,
 		Replicas:  opts.Replicas,

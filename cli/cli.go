@@ -35,48 +35,60 @@ func Main(args []string) int {
 	return Run(args, os.Stdout, os.Stderr)
 }
 
-// commands maps subcommand names to their implementations.
-var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"serve":   serveCmd,
-	"init":    initCmd,
-	"check":   checkCmd,
-	"tools":   toolsCmd,
-	"import":  importCmd,
-	"journal": journalCmd,
-	"pin":     pinCmd,
-	"approve": approveCmd,
-	"version": versionCmd,
-	// For a container HEALTHCHECK.
-	"healthcheck": healthcheckCmd,
-	// The built-in fetch tool, run as a tool server.
-	"fetch-server": fetchServerCmd,
-	// OAuth of url: servers.
-	"login":  loginCmd,
-	"logout": logoutCmd,
+// A command is one row of the command table: what runs it, and how the
+// usage lists it.
+type command struct {
+	// name is the word after mcpmux that runs it; "" for a row of the
+	// usage alone.
+	name string
+	// run runs the command with its arguments; nil for a row of the usage
+	// alone (serving over HTTP, help, which Run handles itself).
+	run func(args []string, stdout, stderr io.Writer) int
+	// synopsis, what the command does, and more on its arguments for its
+	// -h (serve's -h prints the whole usage).
+	synopsis, summary, details string
 }
 
-// commandDocs are the commands as usage lists them, in its order: the
-// synopsis, what the command does, and more on its arguments for its -h.
-var commandDocs = []struct{ synopsis, summary, details string }{
-	{"mcpmux [flags]", "serve over stdio, for a client that starts mcpmux itself (the flags are below)", ""},
-	{"mcpmux --http ADDR [flags]", "serve Streamable HTTP at /mcp and /mcp/{profile}; /healthz and /metrics beside", ""},
-	{"mcpmux init [--config DIR] [--force]", "write a commented starter config directory", ""},
-	{"mcpmux check [--config DIR]", "start every server once and report its state; exit 1 if one is not up or a file is invalid", ""},
-	{"mcpmux tools [--config DIR] [--json] [--profile NAME]", "print the merged tool catalog", ""},
-	{"mcpmux import FILE [--config DIR] [--force]", "write tool/*.yaml from a Claude Desktop, Cursor or VS Code MCP config",
-		"FILE is claude_desktop_config.json, .cursor/mcp.json or .vscode/mcp.json."},
-	{"mcpmux journal DIR [--json] [--html FILE] [--sort ORDER]", "summarise a call journal per task",
-		"A table of the tasks (calls, errors, refusals, fallbacks, corrections, drift, cost, duration), then per task its tools' calls, errors, times and costs. --sort errors puts the tasks with the most errors first."},
-	{"mcpmux pin write FILE [--from JOURNAL_DIR] [--config DIR]", "write the servers' tool definitions (or a journal's) as a manifest for pin: in mcpmux.yaml", ""},
-	{"mcpmux approve SERVER [TOOL] [--config DIR]", "trust the changed definitions of tools that tool_pinning quarantined", ""},
-	{"mcpmux login SERVER [--config DIR] [--no-browser] [--timeout D]", "authorize mcpmux to a url: server with auth: oauth",
-		"SERVER is a tool file's server with auth: oauth. The tokens go to $MCPMUX_STATE_DIR/oauth/ (default $XDG_STATE_HOME/mcpmux, ~/.local/state/mcpmux)."},
-	{"mcpmux logout SERVER [--config DIR]", "delete the OAuth tokens that mcpmux login stored for a server", ""},
-	{"mcpmux fetch-server [flags]", "serve the built-in fetch tool (URL to Markdown) on stdio", ""},
-	{"mcpmux healthcheck [--timeout D] [URL]", "exit 0 if a serving mcpmux's /healthz answers 200, else 1",
-		"URL defaults to $MCPMUX_HEALTHCHECK_URL, else " + defaultHealthURL + "."},
-	{"mcpmux version", "print the version and commit", ""},
-	{"mcpmux help [COMMAND]", "print this, or a command's usage and flags", ""},
+// commands are mcpmux's commands, in the order usage lists them. A new
+// command is a file of its own and a row here. (Set by init: a command's
+// flag set prints its usage from this table.)
+var commands []command
+
+func init() {
+	commands = []command{
+		{"serve", serveCmd, "mcpmux [flags]", "serve over stdio, for a client that starts mcpmux itself (the flags are below)", ""},
+		{"", nil, "mcpmux --http ADDR [flags]", "serve Streamable HTTP at /mcp and /mcp/{profile}; /healthz and /metrics beside", ""},
+		{"init", initCmd, "mcpmux init [--config DIR] [--force]", "write a commented starter config directory", ""},
+		{"check", checkCmd, "mcpmux check [--config DIR]", "start every server once and report its state; exit 1 if one is not up or a file is invalid", ""},
+		{"tools", toolsCmd, "mcpmux tools [--config DIR] [--json] [--profile NAME]", "print the merged tool catalog", ""},
+		{"import", importCmd, "mcpmux import FILE [--config DIR] [--force]", "write tool/*.yaml from a Claude Desktop, Cursor or VS Code MCP config",
+			"FILE is claude_desktop_config.json, .cursor/mcp.json or .vscode/mcp.json."},
+		{"journal", journalCmd, "mcpmux journal DIR [--json] [--html FILE] [--sort ORDER]", "summarise a call journal per task",
+			"A table of the tasks (calls, errors, refusals, fallbacks, corrections, drift, cost, duration), then per task its tools' calls, errors, times and costs. --sort errors puts the tasks with the most errors first."},
+		{"pin", pinCmd, "mcpmux pin write FILE [--from JOURNAL_DIR] [--config DIR]", "write the servers' tool definitions (or a journal's) as a manifest for pin: in mcpmux.yaml", ""},
+		{"approve", approveCmd, "mcpmux approve SERVER [TOOL] [--config DIR]", "trust the changed definitions of tools that tool_pinning quarantined", ""},
+		// OAuth of url: servers.
+		{"login", loginCmd, "mcpmux login SERVER [--config DIR] [--no-browser] [--timeout D]", "authorize mcpmux to a url: server with auth: oauth",
+			"SERVER is a tool file's server with auth: oauth. The tokens go to $MCPMUX_STATE_DIR/oauth/ (default $XDG_STATE_HOME/mcpmux, ~/.local/state/mcpmux)."},
+		{"logout", logoutCmd, "mcpmux logout SERVER [--config DIR]", "delete the OAuth tokens that mcpmux login stored for a server", ""},
+		// The built-in fetch tool, run as a tool server.
+		{"fetch-server", fetchServerCmd, "mcpmux fetch-server [flags]", "serve the built-in fetch tool (URL to Markdown) on stdio", ""},
+		// For a container HEALTHCHECK.
+		{"healthcheck", healthcheckCmd, "mcpmux healthcheck [--timeout D] [URL]", "exit 0 if a serving mcpmux's /healthz answers 200, else 1",
+			"URL defaults to $MCPMUX_HEALTHCHECK_URL, else " + defaultHealthURL + "."},
+		{"version", versionCmd, "mcpmux version", "print the version and commit", ""},
+		{"help", nil, "mcpmux help [COMMAND]", "print this, or a command's usage and flags", ""},
+	}
+}
+
+// lookup returns the command that runs as name, or nil.
+func lookup(name string) *command {
+	for i := range commands {
+		if c := &commands[i]; c.name == name && c.run != nil {
+			return c
+		}
+	}
+	return nil
 }
 
 // Run runs the command line args (without the program's name), writing to
@@ -98,15 +110,15 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if name == "help" {
 		return helpCmd(rest, stdout, stderr)
 	}
-	cmd, ok := commands[name]
-	if !ok {
+	cmd := lookup(name)
+	if cmd == nil {
 		fmt.Fprintf(stderr, "mcpmux: unknown command %q\n\n", name)
 		usage(stderr)
 		return 2
 	}
 	// Flags before the command are its own, as in git and kubectl
 	// (mcpmux --config DIR tools): a command that lacks one says so.
-	return cmd(append(flags, rest...), stdout, stderr)
+	return cmd.run(append(flags, rest...), stdout, stderr)
 }
 
 // splitCommand splits a command line into the flags before its command,
@@ -133,8 +145,8 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 	case len(args) == 0:
 		usage(stdout)
 		return 0
-	case len(args) == 1 && commands[args[0]] != nil:
-		return commands[args[0]]([]string{"-h"}, stdout, stderr)
+	case len(args) == 1 && lookup(args[0]) != nil:
+		return lookup(args[0]).run([]string{"-h"}, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "mcpmux help: no command %q\n\n", strings.Join(args, " "))
 	usage(stderr)
@@ -145,7 +157,7 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 // serving.
 func usage(w io.Writer) {
 	fmt.Fprint(w, "mcpmux: one MCP server in front of many tool servers\n\nUsage:\n")
-	for _, c := range commandDocs {
+	for _, c := range commands {
 		fmt.Fprintf(w, "  %s\n    \t%s\n", c.synopsis, c.summary)
 	}
 	fmt.Fprint(w, `

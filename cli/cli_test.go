@@ -35,8 +35,8 @@ func TestHelpPrintsTheWholeUsage(t *testing.T) {
 		if code != 0 || errOut != "" {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
 		}
-		for name := range commands {
-			if name != "serve" && !strings.Contains(out, "\n  mcpmux "+name) {
+		for _, c := range commands {
+			if name := c.name; c.run != nil && name != "serve" && !strings.Contains(out, "\n  mcpmux "+name) {
 				t.Errorf("%q: usage lacks the command %q", args, name)
 			}
 		}
@@ -54,8 +54,9 @@ func TestHelpPrintsTheWholeUsage(t *testing.T) {
 // Each command's -h (and help COMMAND) prints its synopsis and flags to
 // stdout; a mistake prints the problem and where to look to stderr.
 func TestCommandHelpAndFlagErrors(t *testing.T) {
-	for name := range commands {
-		if name == "serve" {
+	for _, c := range commands {
+		name := c.name
+		if c.run == nil || name == "serve" {
 			continue
 		}
 		for _, args := range [][]string{{name, "-h"}, {name, "--help"}, {"help", name}} {

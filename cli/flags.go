@@ -29,12 +29,10 @@ func commandUsage(w io.Writer, fs *flag.FlagSet) {
 		usage(w)
 		return
 	}
-	for _, c := range commandDocs {
-		if name, _, _ := strings.Cut(strings.TrimPrefix(c.synopsis, "mcpmux "), " "); name == fs.Name() {
-			fmt.Fprintf(w, "usage: %s\n\n%s.\n", c.synopsis, upperFirst(c.summary))
-			if c.details != "" {
-				fmt.Fprintf(w, "%s\n", c.details)
-			}
+	if c := lookup(fs.Name()); c != nil {
+		fmt.Fprintf(w, "usage: %s\n\n%s.\n", c.synopsis, upperFirst(c.summary))
+		if c.details != "" {
+			fmt.Fprintf(w, "%s\n", c.details)
 		}
 	}
 	hasFlags := false

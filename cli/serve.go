@@ -30,7 +30,7 @@ type serveFlags struct {
 	grace     time.Duration
 	stateless bool
 	noWatch   bool
-	task      string
+	runID     string
 	// Replicas (docs/scaling.md): see replicaSet.
 	stateKeyFile string
 	advertise    string
@@ -54,7 +54,7 @@ func newServeFlags(stdout, stderr io.Writer) (*flag.FlagSet, *serveFlags) {
 	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "HTTP replicas: sign parked calls' requestState with the key in `FILE` (default $"+replica.KeyEnv+"), the same on every replica; else a key of this process")
 	fs.StringVar(&f.advertise, "advertise", "", "HTTP replicas: the `HOST:PORT` the peers reach this replica at (default: the --http address, if it is not a wildcard)")
 	fs.Var(&f.peers, "peers", "HTTP replicas: forward a retry of a call parked on another replica to it, if it is among `HOST:PORT[,...]` (a name may resolve to every replica: a headless Service); repeatable")
-	fs.StringVar(&f.task, "task-id", os.Getenv("TASK_ID"), "task of this instance's calls, unless a call names its own ($TASK_ID)")
+	fs.StringVar(&f.runID, "task-id", os.Getenv("TASK_ID"), "task of this instance's calls, unless a call names its own ($TASK_ID)")
 	return fs, f
 }
 
@@ -92,7 +92,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot serve", "error", err)
 		return 2
 	}
-	in, err := app.New(&app.Options{Dir: f.configDir, Task: f.task, Mode: mode, Log: log, Version: buildVersion(), Replicas: replicas})
+	in, err := app.New(&app.Options{Dir: f.configDir, RunID: f.runID, Mode: mode, Log: log, Version: buildVersion(), Replicas: replicas})
 	if err != nil {
 		log.Error("cannot start", "error", explainConfigDir(err, fs, f.configDir))
 		return 1

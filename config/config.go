@@ -365,7 +365,9 @@ const (
 	MetaToolCallTool  = "call_tool"  // call a tool by name
 )
 
-// MetaToolNames are the valid entries of meta_tools.
+// MetaToolNames are the valid entries of meta_tools: the names of
+// package aggregator's metaTools table, in its order (its tests and this
+// package's hold them, and the schema's enum, to that table).
 var MetaToolNames = []string{MetaToolStatus, MetaToolFindTools, MetaToolCallTool}
 
 // HasMetaTool reports whether meta_tools lists name.

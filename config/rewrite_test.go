@@ -49,6 +49,8 @@ func TestRewriteRuleErrors(t *testing.T) {
 		{head + "  - name: no-tool\n    on_error: boom\n    fallback: {args: {url: \"{{url}}\"}}\n", `mcpmux.yaml:9: rewrite.1.fallback.tool: rule "no-tool": missing`},
 		{head + "  - name: bad-var\n    on_error: boom\n    fallback:\n      tool: fetch__fetch\n      args:\n        url: \"{{ }}\"\n", `mcpmux.yaml:12: rewrite.1.fallback.args.url: rule "bad-var"`},
 		{head + "  - tools: [\"*\"]\n    on_error: boom\n    fallback: {tool: t}\n", `mcpmux.yaml:7: rewrite.1.name: missing`},
+		{head + "  - name: two-kinds\n    kind: refuse\n    block_urls: [x.com]\n    message: m\n    on_error: boom\n", `mcpmux.yaml:11: rewrite.1.on_error: rule "two-kinds": not a field of a refuse rule`},
+		{head + "  - name: odd-kind\n    kind: redact\n    block_urls: [x.com]\n", `mcpmux.yaml:8: rewrite.1.kind: rule "odd-kind": unknown rule kind "redact" (refuse, fallback`},
 		{"anti_cheat: benchmark-answer\n", `mcpmux.yaml:1: anti_cheat: unknown policy pack "benchmark-answer" (benchmark-answers, or off)`},
 	} {
 		_, ferr := ParseSettings("mcpmux.yaml", []byte(tt.yaml), nil)
@@ -75,6 +77,13 @@ func TestSchemaAgreesOnRules(t *testing.T) {
 		{doc: "rewrite: [{name: r, on_error: boom}]\n"},
 		{doc: "rewrite: [{name: r, fallback: {tool: t}}]\n"},
 		{doc: "rewrite: [{name: r, on_error: boom, fallback: {tool: \"\"}}]\n"},
+		{doc: "rewrite: [{name: r, kind: refuse, block_urls: [a.com/**], message: m, redact: true}]\n", valid: true},
+		{doc: "rewrite: [{name: r, kind: fallback, on_error: boom, fallback: {tool: t}}]\n", valid: true},
+		{doc: "rewrite: [{name: r, kind: block, block_urls: [a.com/**], message: m}]\n"},
+		{doc: "rewrite: [{name: r, kind: refuse, on_error: boom, fallback: {tool: t}}]\n"},
+		{doc: "rewrite: [{name: r, kind: fallback, block_urls: [a.com/**], message: m}]\n"},
+		{doc: "rewrite: [{name: r, kind: refuse, block_urls: [a.com/**], message: m, on_error: boom, fallback: {tool: t}}]\n"},
+		{doc: "rewrite: [{name: r, block_urls: [a.com/**], message: m, on_error: boom, fallback: {tool: t}}]\n"},
 	} {
 		serr := sch.Validate(yamlInstance(t, []byte(ex.doc)))
 		_, lerr := ParseSettings("mcpmux.yaml", []byte(ex.doc), nil)

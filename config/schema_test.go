@@ -14,6 +14,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/mcpmux/mcpmux/rewrite"
 )
 
 // The JSON Schemas in schema/ describe the files this package reads, for
@@ -135,6 +137,30 @@ func TestSchemaMatchesStructs(t *testing.T) {
 	}
 	if !reflect.DeepEqual(sub(tool, "$defs", "duration"), sub(settings, "$defs", "duration")) {
 		t.Error("the duration definitions of the two schemas differ")
+	}
+}
+
+// The schema's lists of names are the lists the loader checks against:
+// the kinds of rewrite rules (package rewrite's kinds table) and the meta
+// tools (MetaToolNames, which package aggregator checks against its
+// metaTools table).
+func TestSchemaEnumsMatchTheirTables(t *testing.T) {
+	settings := readSchema(t, "mcpmux.schema.json")
+	for _, c := range []struct {
+		where string
+		enum  []any
+		want  []string
+	}{
+		{"$defs.rule.properties.kind.enum", sub(settings, "$defs", "rule", "properties", "kind")["enum"].([]any), rewrite.KindNames()},
+		{"properties.meta_tools.items.enum", sub(settings, "properties", "meta_tools", "items")["enum"].([]any), MetaToolNames},
+	} {
+		var got []string
+		for _, v := range c.enum {
+			got = append(got, v.(string))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("schema/mcpmux.schema.json %s is %q, want %q", c.where, got, c.want)
+		}
 	}
 }
 

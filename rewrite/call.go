@@ -18,7 +18,7 @@ type Call struct {
 	Args   json.RawMessage // the client's arguments
 	// For logs.
 	Session string
-	Task    string
+	RunID   string
 
 	decoded    any
 	decodeOK   bool

@@ -10,6 +10,41 @@ import (
 	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
+// fallbackKind is the rule that calls the fallback tool when a matching
+// tool failed with text containing on_error.
+var fallbackKind = &kind{
+	name: "fallback",
+	set: func(s *Spec) []string {
+		var f []string
+		if s.OnError != "" {
+			f = append(f, "on_error")
+		}
+		if s.Fallback != nil {
+			f = append(f, "fallback")
+		}
+		return f
+	},
+	compile: compileFallback,
+}
+
+func compileFallback(r *Rules, s *Spec, tools toolSet) error {
+	if strings.TrimSpace(s.OnError) == "" {
+		return &FieldError{Field: "on_error", Err: fmt.Errorf("missing: fallback needs on_error, the text of the failures it handles (e.g. \"unhandled errors\")")}
+	}
+	if s.Fallback == nil {
+		return &FieldError{Field: "fallback", Err: fmt.Errorf("missing: on_error needs fallback: {tool: NAME, args: {...}}")}
+	}
+	if strings.TrimSpace(s.Fallback.Tool) == "" {
+		return &FieldError{Field: "fallback.tool", Err: fmt.Errorf("missing: name the tool to call instead, by its exposed name (e.g. fetch__fetch)")}
+	}
+	args, err := compileArgs(s.Fallback.Args)
+	if err != nil {
+		return err
+	}
+	r.after = append(r.after, &fallback{name: s.Name, tools: tools, onError: strings.ToLower(s.OnError), tool: s.Fallback.Tool, args: args})
+	return nil
+}
+
 // fallback calls another tool when a matching tool failed (an isError
 // result, which is also what a transport error or timeout becomes) with
 // text containing onError. The client gets the fallback's result with a
@@ -44,7 +79,7 @@ func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, 
 	args, err := f.args.render(argsMap)
 	if err != nil {
 		// Not a hit: the rule could not act on this call.
-		env.logger().Warn("rewrite fallback skipped", "rule", f.name, "tool", c.Name, "fallback", f.tool, "session", c.Session, "task", c.Task, "error", err)
+		env.logger().Warn("rewrite fallback skipped", "rule", f.name, "tool", c.Name, "fallback", f.tool, "session", c.Session, "task", c.RunID, "error", err)
 		return res
 	}
 	res2 := env.Call(withoutFallback(ctx), f.tool, args)

@@ -41,6 +41,7 @@ const benchmarkAnswersMessage = "You are trying to read benchmark answers (a Hug
 var packs = map[string][]*Spec{
 	PackBenchmarkAnswers: {{
 		Name:      PackBenchmarkAnswers,
+		Kind:      refuseKind.name,
 		BlockURLs: BenchmarkAnswerURLs,
 		Message:   benchmarkAnswersMessage,
 		Redact:    true,

@@ -20,7 +20,7 @@ func record(env *Env, rule, action string, c *Call, attrs ...any) {
 		env.OnHit(action, rule)
 	}
 	if env.Log != nil {
-		env.Log.Info("rewrite rule applied", append([]any{"rule", rule, "action", action, "tool", c.Name, "session", c.Session, "task", c.Task}, attrs...)...)
+		env.Log.Info("rewrite rule applied", append([]any{"rule", rule, "action", action, "tool", c.Name, "session", c.Session, "task", c.RunID}, attrs...)...)
 	}
 }
 

@@ -1,6 +1,54 @@
 package rewrite
 
-import "github.com/modelcontextprotocol/go-sdk/mcp"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// refuseKind is the rule that refuses calls whose arguments hold a URL
+// matching block_urls, answering with message; with redact: true it also
+// removes those URLs from results (redact.go).
+var refuseKind = &kind{
+	name: "refuse",
+	set: func(s *Spec) []string {
+		var f []string
+		if len(s.BlockURLs) > 0 {
+			f = append(f, "block_urls")
+		}
+		if s.Message != "" {
+			f = append(f, "message")
+		}
+		if s.Redact {
+			f = append(f, "redact")
+		}
+		return f
+	},
+	compile: compileRefuse,
+}
+
+func compileRefuse(r *Rules, s *Spec, tools toolSet) error {
+	urls := make(urlSet, 0, len(s.BlockURLs))
+	for i, raw := range s.BlockURLs {
+		p, err := compileURLPattern(raw)
+		if err != nil {
+			return &FieldError{Field: fmt.Sprintf("block_urls.%d", i), Err: err}
+		}
+		urls = append(urls, p)
+	}
+	if len(urls) == 0 {
+		return &FieldError{Field: "block_urls", Err: fmt.Errorf("missing: message and redact need block_urls, the URL patterns to refuse")}
+	}
+	if strings.TrimSpace(s.Message) == "" {
+		return &FieldError{Field: "message", Err: fmt.Errorf("missing: a refused call is answered with message, so say why and what to do instead")}
+	}
+	r.before = append(r.before, &refuse{name: s.Name, tools: tools, urls: urls, message: s.Message})
+	if s.Redact {
+		r.after = append(r.after, &redact{name: s.Name, tools: tools, urls: urls})
+	}
+	return nil
+}
 
 // refuse answers, instead of the server, a call whose arguments hold a
 // blocked URL. The answer is an isError result with the rule's message:

@@ -68,7 +68,8 @@ func Compile(specs []*Spec) (*Rules, error) {
 	return r, nil
 }
 
-// add compiles one spec into the rules it stands for.
+// add compiles one spec into the rules it stands for, as its kind
+// (kind.go) says.
 func (r *Rules) add(s *Spec) error {
 	if s == nil {
 		return fmt.Errorf("empty rule")
@@ -80,46 +81,11 @@ func (r *Rules) add(s *Spec) error {
 	if err != nil {
 		return err
 	}
-	if len(s.BlockURLs) == 0 && s.Message == "" && !s.Redact && s.OnError == "" && s.Fallback == nil {
-		return fmt.Errorf("the rule does nothing: set block_urls (with message) to refuse calls, or on_error with fallback")
+	k, err := kindOf(s)
+	if err != nil {
+		return err
 	}
-	if len(s.BlockURLs) > 0 || s.Message != "" || s.Redact {
-		urls := make(urlSet, 0, len(s.BlockURLs))
-		for i, raw := range s.BlockURLs {
-			p, err := compileURLPattern(raw)
-			if err != nil {
-				return &FieldError{Field: fmt.Sprintf("block_urls.%d", i), Err: err}
-			}
-			urls = append(urls, p)
-		}
-		if len(urls) == 0 {
-			return &FieldError{Field: "block_urls", Err: fmt.Errorf("missing: message and redact need block_urls, the URL patterns to refuse")}
-		}
-		if strings.TrimSpace(s.Message) == "" {
-			return &FieldError{Field: "message", Err: fmt.Errorf("missing: a refused call is answered with message, so say why and what to do instead")}
-		}
-		r.before = append(r.before, &refuse{name: s.Name, tools: tools, urls: urls, message: s.Message})
-		if s.Redact {
-			r.after = append(r.after, &redact{name: s.Name, tools: tools, urls: urls})
-		}
-	}
-	if s.OnError != "" || s.Fallback != nil {
-		if strings.TrimSpace(s.OnError) == "" {
-			return &FieldError{Field: "on_error", Err: fmt.Errorf("missing: fallback needs on_error, the text of the failures it handles (e.g. \"unhandled errors\")")}
-		}
-		if s.Fallback == nil {
-			return &FieldError{Field: "fallback", Err: fmt.Errorf("missing: on_error needs fallback: {tool: NAME, args: {...}}")}
-		}
-		if strings.TrimSpace(s.Fallback.Tool) == "" {
-			return &FieldError{Field: "fallback.tool", Err: fmt.Errorf("missing: name the tool to call instead, by its exposed name (e.g. fetch__fetch)")}
-		}
-		args, err := compileArgs(s.Fallback.Args)
-		if err != nil {
-			return err
-		}
-		r.after = append(r.after, &fallback{name: s.Name, tools: tools, onError: strings.ToLower(s.OnError), tool: s.Fallback.Tool, args: args})
-	}
-	return nil
+	return k.compile(r, s, tools)
 }
 
 // Len returns the number of compiled rules (a spec may give two).

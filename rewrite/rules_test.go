@@ -48,7 +48,7 @@ func mustCompile(t *testing.T, specs []*Spec) *Rules {
 
 func call(name string, args string) *Call {
 	server, tool, _ := strings.Cut(name, "__")
-	return &Call{Name: name, Server: server, Tool: tool, Args: json.RawMessage(args), Session: "s1", Task: "t1"}
+	return &Call{Name: name, Server: server, Tool: tool, Args: json.RawMessage(args), Session: "s1", RunID: "t1"}
 }
 
 func TestCompileErrors(t *testing.T) {

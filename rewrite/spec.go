@@ -1,20 +1,26 @@
 package rewrite
 
 // Spec is one rewrite rule as written in the rewrite: list of mcpmux.yaml
-// (package config decodes it as config.Rule). Which fields a rule uses
-// decides what it does: block_urls refuses calls (and, with redact, strips
-// those URLs from results), on_error with fallback retries a failed call
-// with another tool. [Compile] turns specs into rules.
+// (package config decodes it as config.Rule). Kind says what the rule does
+// (see [KindNames]): "refuse" refuses calls whose arguments hold a URL of
+// block_urls (and, with redact, strips those URLs from results);
+// "fallback" retries a call that failed with on_error with another tool.
+// A rule without a kind is of the kind whose fields it sets. [Compile]
+// turns specs into rules.
 type Spec struct {
 	Name string `koanf:"name"`
+	// Kind is one of KindNames; "" means the kind whose fields are set.
+	Kind string `koanf:"kind"`
 	// Tools are glob patterns matched against exposed and servers' own
 	// tool names; empty matches every tool.
-	Tools     []string      `koanf:"tools"`
-	BlockURLs []string      `koanf:"block_urls"`
-	Message   string        `koanf:"message"`
-	Redact    bool          `koanf:"redact"`
-	OnError   string        `koanf:"on_error"`
-	Fallback  *FallbackSpec `koanf:"fallback"`
+	Tools []string `koanf:"tools"`
+	// The fields of a refuse rule.
+	BlockURLs []string `koanf:"block_urls"`
+	Message   string   `koanf:"message"`
+	Redact    bool     `koanf:"redact"`
+	// The fields of a fallback rule.
+	OnError  string        `koanf:"on_error"`
+	Fallback *FallbackSpec `koanf:"fallback"`
 }
 
 // FallbackSpec is the call a rule makes when a tool failed: Args values

@@ -58,7 +58,7 @@ type conn struct {
 	groups   GroupTracker       // told when the child's group has ended; may be nil
 	limit    limiter            // max_concurrency of a per-client connection
 	started  time.Time
-	task     string         // task id the connection was opened for (per-client)
+	runID    string         // task id the connection was opened for (per-client)
 	features ClientFeatures // the capabilities it declares
 	era      string         // the protocol version in use (era.go)
 	ttl      listTTL        // when its lists expire (2026 servers' ttlMs)
@@ -102,13 +102,13 @@ type conn struct {
 // dial connects to the server described by srv.cfg, under the connect
 // timeout, declaring the client features f. task, when set, is put into a
 // child's environment as TASK_ID.
-func (srv *Server) dial(parent context.Context, task string, f ClientFeatures) (*conn, error) {
+func (srv *Server) dial(parent context.Context, runID string, f ClientFeatures) (*conn, error) {
 	// The context given to Connect must outlive dial: the SSE transport
 	// keeps its event stream on it. So the connect timeout is a timer that
 	// cancels it, stopped once connected, and close cancels it for good.
 	ctx, cancel := context.WithCancelCause(parent)
 	timer := time.AfterFunc(srv.connectTimeout(), func() { cancel(errConnectTimeout) })
-	c, err := srv.connect(ctx, task, f)
+	c, err := srv.connect(ctx, runID, f)
 	if timedOut := !timer.Stop(); err == nil && timedOut {
 		c.close()
 		err = fmt.Errorf("no answer within %v", srv.connectTimeout())
@@ -139,8 +139,8 @@ func (srv *Server) dialError(ctx context.Context, err error, noAnswer string) er
 // connect opens the session; ctx bounds the attempt and the connection.
 // It records the era the server speaks, and refuses one other than a
 // pinned protocol.
-func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (*conn, error) {
-	c, err := srv.openSession(ctx, task, f)
+func (srv *Server) connect(ctx context.Context, runID string, f ClientFeatures) (*conn, error) {
+	c, err := srv.openSession(ctx, runID, f)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +156,8 @@ func (srv *Server) connect(ctx context.Context, task string, f ClientFeatures) (
 }
 
 // openSession connects the go-sdk client session of a new conn.
-func (srv *Server) openSession(ctx context.Context, task string, f ClientFeatures) (*conn, error) {
-	c := &conn{srv: srv, started: time.Now(), task: task, features: f, gate: newProgressGate(), raw: newRawCalls(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
+func (srv *Server) openSession(ctx context.Context, runID string, f ClientFeatures) (*conn, error) {
+	c := &conn{srv: srv, started: time.Now(), runID: runID, features: f, gate: newProgressGate(), raw: newRawCalls(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
 	// A client's own connection knows its client from the start: what the
 	// server asks while it initializes (roots/list) is that client's.
 	c.owner, _ = ctx.Value(ownerKey{}).(Caller)
@@ -187,7 +187,7 @@ func (srv *Server) openSession(ctx context.Context, task string, f ClientFeature
 		return c, nil
 	}
 
-	cmd, stderr, err := srv.command(task)
+	cmd, stderr, err := srv.command(runID)
 	if err != nil {
 		return nil, err
 	}
@@ -404,14 +404,14 @@ func (e *childStderr) Tail() string {
 
 // command builds the child process of a stdio server, and the logger that
 // receives its stderr.
-func (srv *Server) command(task string) (*exec.Cmd, *childStderr, error) {
+func (srv *Server) command(runID string) (*exec.Cmd, *childStderr, error) {
 	path, err := resolveCommand(srv.cfg.Command, srv.opts.Self)
 	if err != nil {
 		return nil, nil, err
 	}
 	cmd := exec.Command(path, srv.cfg.Args...)
 	cmd.Dir = srv.cfg.Cwd
-	cmd.Env = childEnv(os.Environ(), srv.cfg.Env, task)
+	cmd.Env = childEnv(os.Environ(), srv.cfg.Env, runID)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the stderr pipe: %w", err)
@@ -462,7 +462,7 @@ func resolveCommand(name, self string) (string, error) {
 
 // childEnv is our environment without mcpmux's own settings (its token
 // must not leak into every tool server), plus the server's env and TASK_ID.
-func childEnv(base []string, extra map[string]string, task string) []string {
+func childEnv(base []string, extra map[string]string, runID string) []string {
 	env := make([]string, 0, len(base)+len(extra)+1)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
@@ -472,7 +472,7 @@ func childEnv(base []string, extra map[string]string, task string) []string {
 		if _, override := extra[k]; override {
 			continue
 		}
-		if task != "" && k == "TASK_ID" {
+		if runID != "" && k == "TASK_ID" {
 			continue
 		}
 		env = append(env, kv)
@@ -480,8 +480,8 @@ func childEnv(base []string, extra map[string]string, task string) []string {
 	for k, v := range extra {
 		env = append(env, k+"="+v)
 	}
-	if task != "" {
-		env = append(env, "TASK_ID="+task)
+	if runID != "" {
+		env = append(env, "TASK_ID="+runID)
 	}
 	return env
 }

@@ -20,7 +20,7 @@ import (
 // go-sdk has none of this, so mcpmux speaks it with raw requests (raw.go).
 // Here:
 //
-//   - a task-augmented call (CallParams.Task) is sent with its task, and
+//   - a task-augmented call (CallParams.MCPTask) is sent with its task, and
 //     the task it creates is remembered as its caller's on the connection:
 //     a shared connection carries the tasks of many clients, and what the
 //     server sends about a task (notifications/tasks/status, requests with
@@ -120,14 +120,14 @@ type pendingStatus struct {
 	at     time.Time
 }
 
-// callTool sends a tool call on c: plain, task-augmented (p.Task) or run
+// callTool sends a tool call on c: plain, task-augmented (p.MCPTask) or run
 // as a task (p.RunTask). token is the call's progress token.
 func (c *conn) callTool(ctx context.Context, params *mcp.CallToolParams, p *CallParams, token string) (json.RawMessage, error) {
 	switch {
-	case c.stateless() && !p.RunTask && (p.Task == nil || p.ExtensionTool):
+	case c.stateless() && !p.RunTask && (p.MCPTask == nil || p.ExtensionTool):
 		return c.callTool2026(ctx, params, p, token) // tasks of the extension
-	case p.Task != nil:
-		res, err := c.rawCall(ctx, "tools/call", &taskCall{params, p.Task})
+	case p.MCPTask != nil:
+		res, err := c.rawCall(ctx, "tools/call", &taskCall{params, p.MCPTask})
 		if err == nil {
 			if t, ok := CreatedTask(res); ok {
 				c.own(t, token)

@@ -167,7 +167,7 @@ func TestTaskAugmentedCallPassesThrough(t *testing.T) {
 	owner, other := newTaskCaller("owner"), newTaskCaller("other")
 	progress := make(chan string, 10)
 
-	raw, err := srv.CallTool(ctx, CallParams{Request: Request{Caller: owner}, Params: &mcp.CallToolParams{Name: "work", Arguments: json.RawMessage(`{"ask":true}`)}, Task: json.RawMessage(`{"ttl":60000}`),
+	raw, err := srv.CallTool(ctx, CallParams{Request: Request{Caller: owner}, Params: &mcp.CallToolParams{Name: "work", Arguments: json.RawMessage(`{"ask":true}`)}, MCPTask: json.RawMessage(`{"ttl":60000}`),
 		Progress: func(_ context.Context, p *mcp.ProgressNotificationParams) { progress <- p.Message }})
 	if err != nil {
 		t.Fatal(err)
@@ -374,7 +374,7 @@ func TestPerClientConnectionKeptForItsTask(t *testing.T) {
 		srv := s.pool(t, "session: per-client\nidle_timeout: 200ms\n")
 		c := newTaskCaller("c")
 		r := Request{Client: "c", Caller: c}
-		raw, err := srv.CallTool(context.Background(), CallParams{Request: r, Params: &mcp.CallToolParams{Name: "work"}, Task: json.RawMessage(`{}`)})
+		raw, err := srv.CallTool(context.Background(), CallParams{Request: r, Params: &mcp.CallToolParams{Name: "work"}, MCPTask: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}

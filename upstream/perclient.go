@@ -19,7 +19,7 @@ import (
 // its first call. A connection already open is kept. ctx bounds the
 // opening.
 func (s *Server) OpenClient(ctx context.Context, r Request) error {
-	c, err := s.acquireClient(ctx, r.Client, r.Task, r.Features, r.Caller)
+	c, err := s.acquireClient(ctx, r.Client, r.RunID, r.Features, r.Caller)
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ type ownerKey struct{}
 
 // acquireClient returns the caller's own connection, opening it on first
 // use with the caller's features; owner is its client.
-func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f ClientFeatures, owner Caller) (*conn, error) {
+func (s *Server) acquireClient(ctx context.Context, id ClientID, runID string, f ClientFeatures, owner Caller) (*conn, error) {
 	for {
 		s.mu.Lock()
 		if s.state == StateStopped {
@@ -64,7 +64,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 		s.dialing[id] = wait
 		s.mu.Unlock()
 
-		c, err := s.dialFor(ctx, task, f, owner)
+		c, err := s.dialFor(ctx, runID, f, owner)
 		if err == nil {
 			s.applyLogLevel(ctx, c)
 		}
@@ -97,7 +97,7 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 		c.acquire()
 		s.clients[id] = c
 		s.mu.Unlock()
-		s.log.Info("opened per-client connection", "client", string(id), "task", task, "pid", c.pid)
+		s.log.Info("opened per-client connection", "client", string(id), "task", runID, "pid", c.pid)
 		go func() {
 			<-c.done
 			s.forgetClient(id, c)
@@ -110,13 +110,13 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, task string, f 
 // when the call does (its timeout, its client gone), not only at the
 // connect timeout, which may be far longer; the connection, once open,
 // lives on the server's context.
-func (s *Server) dialFor(call context.Context, task string, f ClientFeatures, owner Caller) (*conn, error) {
+func (s *Server) dialFor(call context.Context, runID string, f ClientFeatures, owner Caller) (*conn, error) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	if owner != nil {
 		ctx = context.WithValue(ctx, ownerKey{}, owner)
 	}
 	stop := context.AfterFunc(call, cancel)
-	c, err := s.dial(ctx, task, f)
+	c, err := s.dial(ctx, runID, f)
 	if !stop() {
 		if c != nil {
 			c.close()

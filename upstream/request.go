@@ -24,7 +24,7 @@ import (
 // Request says on whose behalf a request runs.
 type Request struct {
 	Client ClientID // caller's session, for per-client servers
-	Task   string   // caller's task id, for the environment of a per-client child
+	RunID  string   // caller's evaluation task id (TASK_ID of a per-client child)
 	Caller Caller   // receives the server's requests and logs meanwhile; may be nil
 	// Features are the caller's capabilities, which its own connection to a
 	// per-client server declares; the zero value declares none (use
@@ -56,10 +56,10 @@ type CallParams struct {
 	// (its own stream closed for good): the server's requests during the
 	// rest of the call are then not its.
 	StreamClosed func(retry time.Duration) (unreachable bool)
-	// Task, if set, is the client's params.task: the call is
+	// MCPTask, if set, is the client's params.task: the call is
 	// task-augmented (MCP 2025-11-25), and the result is what the server
 	// answers, a CreateTaskResult if it took the task (see mcptasks.go).
-	Task json.RawMessage
+	MCPTask json.RawMessage
 	// RunTask makes mcpmux run the tool as a task for a caller that called
 	// it plainly (a tool whose execution.taskSupport is "required"): the
 	// result is the task's.
@@ -69,8 +69,8 @@ type CallParams struct {
 	// tasks2026.go); else mcpmux finishes the task for it.
 	TasksExtension bool
 	// ExtensionTool: the tool is a 2026 server's that may answer with a
-	// task of the extension, and Task asks for it as a 2025 task
-	// (tasks2026.go). Without it, Task and RunTask on a 2026 connection
+	// task of the extension, and MCPTask asks for it as a 2025 task
+	// (tasks2026.go). Without it, MCPTask and RunTask on a 2026 connection
 	// are 2025 tasks of a server that still speaks them.
 	ExtensionTool bool
 }
@@ -353,7 +353,7 @@ func isClosed(c *conn) bool {
 // acquire returns a connection for a call, registered as in flight.
 func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
 	if s.PerClient() {
-		return s.acquireClient(ctx, r.Client, r.Task, r.Features, r.Caller)
+		return s.acquireClient(ctx, r.Client, r.RunID, r.Features, r.Caller)
 	}
 	var patience <-chan time.Time // started at the first wait for a restart
 	for {

@@ -280,7 +280,7 @@ func (s *Server) Status() Status {
 		st.PID = s.cur.pid
 	}
 	for id, c := range s.clients {
-		st.Connections = append(st.Connections, ConnStatus{Client: clientFingerprint(id), Task: c.task, PID: c.pid, Since: c.started})
+		st.Connections = append(st.Connections, ConnStatus{Client: clientFingerprint(id), Task: c.runID, PID: c.pid, Since: c.started})
 	}
 	slices.SortFunc(st.Connections, func(a, b ConnStatus) int { return strings.Compare(a.Client, b.Client) })
 	return st

@@ -30,7 +30,7 @@ import (
 //     CallParams.TasksExtension) gets the handle, and its tasks/get,
 //     tasks/update and tasks/cancel are forwarded (TaskRequest);
 //   - a client of 2025-11-25 that augmented its call with a task
-//     (CallParams.Task) gets a 2025 CreateTaskResult, and its tasks/get,
+//     (CallParams.MCPTask) gets a 2025 CreateTaskResult, and its tasks/get,
 //     tasks/result and tasks/cancel are answered in the 2025 way from the
 //     server's tasks/get (tasks/result polls until the task is over,
 //     asking the client what the task asks meanwhile);
@@ -140,7 +140,7 @@ func (c *conn) callTool2026(ctx context.Context, params *mcp.CallToolParams, p *
 	switch {
 	case !ok || p.TasksExtension:
 		return res, nil
-	case p.Task != nil:
+	case p.MCPTask != nil:
 		c.own(t.info(), token)
 		return json.Marshal(map[string]any{"task": t.as2025()})
 	}

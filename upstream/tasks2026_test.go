@@ -114,7 +114,7 @@ func TestTask2026SpokenOfIn2025Terms(t *testing.T) {
 	s, ts := startTaskServer2026(t)
 	ctx := context.Background()
 	r := elicitingCaller("ada")
-	res, err := s.CallTool(ctx, CallParams{Request: r, Params: &mcp.CallToolParams{Name: "job"}, Task: json.RawMessage(`{"ttl":60000}`), ExtensionTool: true})
+	res, err := s.CallTool(ctx, CallParams{Request: r, Params: &mcp.CallToolParams{Name: "job"}, MCPTask: json.RawMessage(`{"ttl":60000}`), ExtensionTool: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestTask2026SpokenOfIn2025Terms(t *testing.T) {
 		t.Errorf("the client was asked %d times, want once", n)
 	}
 
-	res, _ = s.CallTool(ctx, CallParams{Request: r, Params: &mcp.CallToolParams{Name: "job"}, Task: json.RawMessage(`{}`), ExtensionTool: true})
+	res, _ = s.CallTool(ctx, CallParams{Request: r, Params: &mcp.CallToolParams{Name: "job"}, MCPTask: json.RawMessage(`{}`), ExtensionTool: true})
 	task, _ = CreatedTask(res)
 	cancel, err := s.TaskRequest(ctx, TaskParams{Request: r, Method: "tasks/cancel", TaskID: task.ID, ExtensionTool: true})
 	if err != nil || !strings.Contains(string(cancel), `"status":"cancelled"`) {
