@@ -93,6 +93,7 @@ type Aggregator struct {
 	clients   clientSessions // what mcpmux keeps of each client session (clients.go)
 	files     outputFiles    // files of output_dir servers served to the session they were linked to (outputfiles.go)
 	stdioOuts sync.Map       // *mcp.ServerSession → *stdioOut: stdout of a stdio session (taskfront.go)
+	sole      soleClient     // the client of an instance serving stdio (soleclient.go)
 	streams   clientStreams  // open GET streams of HTTP sessions (taskfront.go)
 
 	subs    subscriptions
@@ -178,6 +179,7 @@ func New(opts *Options) *Aggregator {
 		Changed:         func(string) { a.Sync() },
 		Log:             a.BroadcastLog,
 		ResourceUpdated: a.ResourceUpdated,
+		SoleClient:      a.soleCaller,
 	})
 	return a
 }

@@ -4,6 +4,8 @@ package upstream
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +81,70 @@ func TestPoolEventsReachEveryListenerFromWhenItListens(t *testing.T) {
 	case v := <-late.changed:
 		t.Errorf("the late listener heard of a change before it listened: %q", v)
 	default:
+	}
+}
+
+// rootsCaller is a client of the tests with one root.
+type rootsCaller struct {
+	*taskCaller
+	root string
+}
+
+func (c rootsCaller) ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+	return &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: c.root}}}, nil
+}
+
+// What a server asks on its shared connection outside any call (its roots
+// as it initializes, as server-everything does) goes to the pool's sole
+// client when a listener names one (mcpmux over stdio), as it would
+// directly; with none, the server gets an error saying why.
+func TestSharedConnectionAsksTheSoleClientOutsideCalls(t *testing.T) {
+	for _, sole := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sole=%v", sole), func(t *testing.T) {
+			asked := make(chan string, 1)
+			srv := mcp.NewServer(&mcp.Implementation{Name: "a"}, &mcp.ServerOptions{
+				InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
+					go func() {
+						res, err := req.Session.ListRoots(context.Background(), nil)
+						switch {
+						case err != nil:
+							asked <- "error: " + err.Error()
+						case len(res.Roots) == 1:
+							asked <- res.Roots[0].URI
+						default:
+							asked <- fmt.Sprintf("%d roots", len(res.Roots))
+						}
+					}()
+				},
+			})
+			pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
+				ct, st := mcp.NewInMemoryTransports()
+				if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+					t.Error(err)
+				}
+				return ct
+			}})
+			defer pool.Close(context.Background(), time.Second)
+			if sole {
+				pool.Listen(Events{SoleClient: func(context.Context) Caller {
+					return rootsCaller{newTaskCaller("sole"), "file:///sole"}
+				}})
+			}
+			a := server(t, "a", "1")
+			a.Protocol = config.Protocol2025
+			pool.Apply(context.Background(), []*config.Server{a}, time.Minute)
+			select {
+			case got := <-asked:
+				want := "file:///sole"
+				if !sole {
+					want = forwardError("roots/list", errNoCaller).Error()
+				}
+				if !strings.Contains(got, want) {
+					t.Errorf("the server's roots/list at its start got %q, want %q", got, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the server's roots/list got no answer")
+			}
+		})
 	}
 }
