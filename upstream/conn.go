@@ -72,9 +72,9 @@ type conn struct {
 	ofClient atomic.Bool
 	// shared: the server's shared connection (connectAndList), not a
 	// probe's or a client's own.
-	shared bool
-	done     chan struct{} // closed when the session has ended (see watch)
-	waitErr  error         // why it ended; set before done is closed
+	shared  bool
+	done    chan struct{} // closed when the session has ended (see watch)
+	waitErr error         // why it ended; set before done is closed
 
 	statusMu sync.Mutex // orders the task status notifications sent to clients (mcptasks.go)
 
