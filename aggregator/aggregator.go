@@ -295,6 +295,9 @@ func (a *Aggregator) newProfile(name string) *profile {
 		SubscribeHandler:   a.subscribe(p),
 		UnsubscribeHandler: a.unsubscribe(p),
 		InitializedHandler: a.sessionInitialized(p),
+		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
+			a.rootsChanged(ctx, p, req.Session)
+		},
 		// Every version the SDK speaks: 2025-11-25 and older clients
 		// initialize a session; 2026-07-28 clients send each request on
 		// its own (over HTTP the front routes those to a stateless

@@ -105,6 +105,31 @@ func (s *soleClient) session(ctx context.Context) *mcp.ServerSession {
 	}
 }
 
+// is reports whether ss is the stdio client's initialized session.
+func (s *soleClient) is(ss *mcp.ServerSession) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ss != nil && s.ss == ss
+}
+
+// rootsChanged passes a client's notifications/roots/list_changed on to
+// the servers of profile p whose roots are the client's: its own
+// connections, and over stdio the shared ones (see
+// upstream.Server.RootsChanged).
+func (a *Aggregator) rootsChanged(ctx context.Context, p *profile, ss *mcp.ServerSession) {
+	if ss == nil {
+		return
+	}
+	sole := a.sole.is(ss)
+	id := a.clientID(ctx, ss)
+	v := p.view.Load()
+	for _, srv := range a.pool.Servers() {
+		if v == nil || v.hasServer(srv.Config().Name) {
+			srv.RootsChanged(ctx, id, sole)
+		}
+	}
+}
+
 // soleCaller is upstream.Events.SoleClient: the stdio client, as the
 // Caller of a server's request outside any call.
 func (a *Aggregator) soleCaller(ctx context.Context) upstream.Caller {

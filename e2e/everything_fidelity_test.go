@@ -38,6 +38,9 @@ func TestServerEverythingFidelity(t *testing.T) {
 					compareAnswers(t, rootsAtStart(t, direct), rootsAtStart(t, via))
 				}
 				compareAnswers(t, fidelityAnswers(t, direct, ""), fidelityAnswers(t, via, "x__"))
+				if caps.host {
+					compareAnswers(t, rootsAfterChange(t, direct), rootsAfterChange(t, via))
+				}
 			}
 			// 9. A client that starts mcpmux gets no list_changed of a
 			// kind it would not get directly (server-everything sends
@@ -93,6 +96,9 @@ func TestServerEverythingFidelity(t *testing.T) {
 					compareAnswers(t, rootsAtStart(t, direct), rootsAtStart(t, via))
 				}
 				compareAnswers(t, fidelityAnswers(t, direct, ""), fidelityAnswers(t, via, "x__"))
+				if caps.host && !shared {
+					compareAnswers(t, rootsAfterChange(t, direct), rootsAfterChange(t, via))
+				}
 			}
 			if !shared {
 				compareAnswers(t, sessionAnswers(t, directURL, ""), sessionAnswers(t, viaURL, "x__"))
@@ -390,4 +396,24 @@ func rootsAtStart(t *testing.T, c *rawClient) []answer {
 		c.mu.Unlock()
 	}
 	return []answer{{"roots/list asked before the first request", mustMarshal(asked)}}
+}
+
+// rootsAfterChange changes the root of c, a client that declared roots
+// (with listChanged) and was asked for them, and reports whether the
+// server asked for them again: server-everything does on
+// notifications/roots/list_changed. It waits for the request up to half
+// the test's timeout.
+func rootsAfterChange(t *testing.T, c *rawClient) []answer {
+	t.Helper()
+	c.requests()
+	c.changeRoot("file:///tmp/changed")
+	asked := false
+	for deadline := time.Now().Add(testTimeout / 2); !asked && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		c.mu.Lock()
+		for _, r := range c.asked {
+			asked = asked || strings.Contains(string(r), `"roots/list"`)
+		}
+		c.mu.Unlock()
+	}
+	return []answer{{"roots/list asked again after notifications/roots/list_changed", mustMarshal(asked)}}
 }
