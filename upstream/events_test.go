@@ -148,3 +148,41 @@ func TestSharedConnectionAsksTheSoleClientOutsideCalls(t *testing.T) {
 		})
 	}
 }
+
+// A client's roots/list_changed reaches a shared connection only for the
+// pool's sole client (over stdio), whose roots the server asked for.
+func TestRootsChangedReachesTheSharedConnectionOfTheSoleClient(t *testing.T) {
+	changed := make(chan struct{}, 10)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "a"}, &mcp.ServerOptions{
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { changed <- struct{}{} },
+	})
+	pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+			t.Error(err)
+		}
+		return ct
+	}})
+	defer pool.Close(context.Background(), time.Second)
+	a := server(t, "a", "1")
+	a.Protocol = config.Protocol2025
+	pool.Apply(context.Background(), []*config.Server{a}, time.Minute)
+
+	pool.Get("a").RootsChanged(context.Background(), "", false)
+	pool.Get("a").RootsChanged(context.Background(), "", true)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sole client's roots/list_changed did not reach the server")
+	}
+	// The first, of a client that is not the sole one, reached nothing:
+	// the server handles a ping sent after both once it has handled them.
+	if err := pool.Get("a").current().cs.Ping(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+		t.Error("a roots/list_changed of a client that is not the sole one reached the shared connection")
+	default:
+	}
+}
