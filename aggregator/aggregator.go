@@ -295,6 +295,8 @@ func (a *Aggregator) newProfile(name string) *profile {
 		SubscribeHandler:   a.subscribe(p),
 		UnsubscribeHandler: a.unsubscribe(p),
 		InitializedHandler: a.sessionInitialized(p),
+		// A client's changed roots reach the servers whose roots are its.
+		//lint:ignore SA1019 roots are deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where they are not, and passes a client's roots to the servers that ask for them.
 		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
 			a.rootsChanged(ctx, p, req.Session)
 		},
