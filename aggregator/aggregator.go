@@ -97,6 +97,7 @@ type Aggregator struct {
 	clients   clientSessions // what mcpmux keeps of each client session (clients.go)
 	files     outputFiles    // files of output_dir servers served to the session they were linked to (outputfiles.go)
 	stdioOuts sync.Map       // *mcp.ServerSession → *stdioOut: stdout of a stdio session (taskfront.go)
+	sole      soleClient     // the client of an instance serving stdio (soleclient.go)
 	streams   clientStreams  // open GET streams of HTTP sessions (taskfront.go)
 
 	subs    subscriptions
@@ -182,6 +183,7 @@ func New(opts *Options) *Aggregator {
 		Changed:         func(string) { a.Sync() },
 		Log:             a.BroadcastLog,
 		ResourceUpdated: a.ResourceUpdated,
+		SoleClient:      a.soleCaller,
 	})
 	return a
 }
@@ -297,6 +299,11 @@ func (a *Aggregator) newProfile(name string) *profile {
 		SubscribeHandler:   a.subscribe(p),
 		UnsubscribeHandler: a.unsubscribe(p),
 		InitializedHandler: a.sessionInitialized(p),
+		// A client's changed roots reach the servers whose roots are its.
+		//lint:ignore SA1019 roots are deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where they are not, and passes a client's roots to the servers that ask for them.
+		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
+			a.rootsChanged(ctx, p, req.Session)
+		},
 		// Every version the SDK speaks: 2025-11-25 and older clients
 		// initialize a session; 2026-07-28 clients send each request on
 		// its own (over HTTP the front routes those to a stateless

@@ -40,6 +40,7 @@ func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.I
 		cs.initialized = true
 		cs.listsAt = p.lists.generation()
 		cs.mu.Unlock()
+		a.sole.initialized(req.Session)
 		a.openOwnConnections(ctx, p, req)
 	}
 }

@@ -300,6 +300,7 @@ func (o *stdioOut) notify(msg []byte) bool {
 // leaves or ctx is done, as mcp.Server.Run does with mcp.StdioTransport,
 // with the seams above.
 func (a *Aggregator) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCloser, out io.Writer) error {
+	a.ExpectStdioClient()
 	w := &stdioOut{w: out}
 	ss, err := s.Connect(ctx, &stdioconn.IOTransport{Reader: in, Writer: w, Options: stdioconn.Options{
 		Role:    stdioconn.Server,
@@ -312,6 +313,7 @@ func (a *Aggregator) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCl
 	w.ss.Store(ss)
 	a.stdioOuts.Store(ss, w)
 	defer a.stdioOuts.Delete(ss)
+	defer a.sole.end(ss)
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {

@@ -21,6 +21,9 @@ func (in *Instance) ServeStdio(ctx context.Context, profile string, grace time.D
 	if err := in.follow(ctx, watch); err != nil {
 		return fmt.Errorf("watching the config directory: %w", err)
 	}
+	// What the servers ask as they start (their roots) is for the client
+	// on stdio, which initializes meanwhile.
+	in.agg.ExpectStdioClient()
 	go in.Start(ctx)
 	in.log.Info("serving MCP on stdio", "config", in.dir, "profile", profile)
 	// The session outlives ctx until the running calls are answered.

@@ -34,12 +34,13 @@ func TestServerEverythingFidelity(t *testing.T) {
 			for _, caps := range []rawCaps{{host: true}, {}} {
 				direct, _ := startRawClient(t, exec.Command(bin, "stdio"), caps, nil)
 				via := viaStdioRaw(t, npmServer(t, "x", "mcp-server-everything", "stdio")+"session: "+session+"\n", caps)
-				if caps.host && session == "per-client" {
-					// On a shared connection the server asked mcpmux, at
-					// mcpmux's start, before any client (docs/protocol.md).
+				if caps.host {
 					compareAnswers(t, rootsAtStart(t, direct), rootsAtStart(t, via))
 				}
 				compareAnswers(t, fidelityAnswers(t, direct, ""), fidelityAnswers(t, via, "x__"))
+				if caps.host {
+					compareAnswers(t, rootsAfterChange(t, direct), rootsAfterChange(t, via))
+				}
 			}
 			// 9. A client that starts mcpmux gets no list_changed of a
 			// kind it would not get directly (server-everything sends
@@ -65,6 +66,7 @@ func TestServerEverythingFidelity(t *testing.T) {
 	for _, mode := range []struct{ name, cfg string }{
 		{"http/child/auto", npmServer(t, "x", "mcp-server-everything", "stdio")},
 		{"http/child/per-client", npmServer(t, "x", "mcp-server-everything", "stdio") + "session: per-client\n"},
+		{"http/child/shared", npmServer(t, "x", "mcp-server-everything", "stdio") + "session: shared\n"},
 		{"http/url/auto", ""},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
@@ -82,15 +84,25 @@ func TestServerEverythingFidelity(t *testing.T) {
 				p.logs.waitFor(t, regexp.MustCompile(`the server keeps state per session`))
 			}
 			viaURL := p.url + "/mcp"
+			// session: shared is the operator's choice of one session for
+			// all clients: they share the roots the server asked for (at
+			// mcpmux's start, of no client) and what it keeps per session
+			// (docs/protocol.md); each client's own answers are compared.
+			shared := strings.HasSuffix(mode.name, "/shared")
 			for _, caps := range []rawCaps{{host: true}, {}} {
 				direct, _ := startRawHTTPClient(t, directURL, caps)
 				via, _ := startRawHTTPClient(t, viaURL, caps)
-				if caps.host {
+				if caps.host && !shared {
 					compareAnswers(t, rootsAtStart(t, direct), rootsAtStart(t, via))
 				}
 				compareAnswers(t, fidelityAnswers(t, direct, ""), fidelityAnswers(t, via, "x__"))
+				if caps.host && !shared {
+					compareAnswers(t, rootsAfterChange(t, direct), rootsAfterChange(t, via))
+				}
 			}
-			compareAnswers(t, sessionAnswers(t, directURL, ""), sessionAnswers(t, viaURL, "x__"))
+			if !shared {
+				compareAnswers(t, sessionAnswers(t, directURL, ""), sessionAnswers(t, viaURL, "x__"))
+			}
 			// 5. A client of MCP 2026-07-28 cancels a call by closing its
 			// stream: the server's call is cancelled with it, long before
 			// the 120 s it would run.
@@ -159,28 +171,30 @@ func fidelityAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 		"argument": map[string]any{"name": "x", "value": "y"},
 	}))
 
-	// 4. The cacheScope of a resource read from a template (not listed):
-	// absent or "public", never "".
-	var read struct {
-		CacheScope *string `json:"cacheScope"`
-	}
-	_ = json.Unmarshal(c.call("resources/read", map[string]any{"uri": "demo://resource/dynamic/text/1"}), &read)
-	scope := "absent or public"
-	if read.CacheScope != nil && *read.CacheScope != "public" {
-		scope = fmt.Sprintf("%q", *read.CacheScope)
-	}
-	add("cacheScope of a resource read from a template", mustMarshal(scope))
-
 	// 3. A tool that creates a resource: the list has it when the tool
 	// has answered, and notifications/resources/list_changed came before
-	// the answer (over stdio, where there is one stream to order).
+	// the answer (over stdio, where there is one stream to order; over
+	// HTTP it comes on the GET stream). Each client names its own: on a
+	// shared connection (session: shared over HTTP) what another client
+	// made is listed too, as docs/protocol.md says.
+	gz := "fid-" + c.caps.String() + ".gz"
 	c.notifications()
-	add("gzip-file-as-resource", tool("gzip-file-as-resource", map[string]any{"name": "fid.gz", "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resourceLink"}))
+	add("gzip-file-as-resource", tool("gzip-file-as-resource", map[string]any{"name": gz, "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resourceLink"}))
 	if !c.http {
 		add("notifications before gzip-file-as-resource's answer", mustMarshal(methods(c.notifications(), "notifications/resources/list_changed")))
+	} else {
+		add("notifications/resources/list_changed after gzip-file-as-resource", mustMarshal(noteCame(c, "notifications/resources/list_changed")))
 	}
-	add("resources/list after gzip-file-as-resource", mustMarshal(resourceURIs(t, c, "demo://resource/session/")))
-	add("resources/read of the new resource", c.call("resources/read", map[string]any{"uri": "demo://resource/session/fid.gz"}))
+	add("resources/list after gzip-file-as-resource has the resource", mustMarshal(slices.Contains(resourceURIs(t, c, "demo://resource/session/"), "demo://resource/session/"+gz)))
+	newRead := c.call("resources/read", map[string]any{"uri": "demo://resource/session/" + gz})
+	add("resources/read of the new resource", newRead)
+
+	// 4. The cacheScope of a read of a URI no list has (through mcpmux,
+	// a read it routes itself, not the SDK's): absent or "public", never
+	// "" (the go-sdk: an empty value must be "public"); and of one a
+	// template of the server's covers.
+	add("cacheScope of a resource read from a template", cacheScope(c.call("resources/read", map[string]any{"uri": "demo://resource/dynamic/text/1"})))
+	add("cacheScope of the new resource's read", cacheScope(newRead))
 
 	// 5. A call the client cancels gets no answer, over stdio and HTTP;
 	// nor any progress once it is cancelled, or once a call has answered.
@@ -210,6 +224,20 @@ func fidelityAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 	}
 	add("progress of a call after its answer", mustMarshal(mentioning(trailing, `"after-me"`)))
 	return out
+}
+
+// cacheScope is the cacheScope of a resources/read answer, as far as a
+// client can tell: "absent or public" when it means public.
+func cacheScope(raw json.RawMessage) json.RawMessage {
+	var read struct {
+		CacheScope *string `json:"cacheScope"`
+	}
+	_ = json.Unmarshal(raw, &read)
+	scope := "absent or public"
+	if read.CacheScope != nil && *read.CacheScope != "public" {
+		scope = fmt.Sprintf("%q", *read.CacheScope)
+	}
+	return mustMarshal(scope)
 }
 
 // mentioning counts the notifications of notes that contain s.
@@ -288,6 +316,20 @@ func methods(notes []json.RawMessage, want ...string) []string {
 	return out
 }
 
+// noteCame reports whether c was sent a notification of method, waiting
+// for it up to half the test's timeout.
+func noteCame(c *rawClient, method string) bool {
+	for deadline := time.Now().Add(testTimeout / 2); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		c.mu.Lock()
+		came := len(methods(c.notes, method)) > 0
+		c.mu.Unlock()
+		if came {
+			return true
+		}
+	}
+	return false
+}
+
 // waitNotification waits for a notification that mentions s.
 func waitNotification(t *testing.T, c *rawClient, s string) {
 	t.Helper()
@@ -354,4 +396,24 @@ func rootsAtStart(t *testing.T, c *rawClient) []answer {
 		c.mu.Unlock()
 	}
 	return []answer{{"roots/list asked before the first request", mustMarshal(asked)}}
+}
+
+// rootsAfterChange changes the root of c, a client that declared roots
+// (with listChanged) and was asked for them, and reports whether the
+// server asked for them again: server-everything does on
+// notifications/roots/list_changed. It waits for the request up to half
+// the test's timeout.
+func rootsAfterChange(t *testing.T, c *rawClient) []answer {
+	t.Helper()
+	c.requests()
+	c.changeRoot("file:///tmp/changed")
+	asked := false
+	for deadline := time.Now().Add(testTimeout / 2); !asked && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		c.mu.Lock()
+		for _, r := range c.asked {
+			asked = asked || strings.Contains(string(r), `"roots/list"`)
+		}
+		c.mu.Unlock()
+	}
+	return []answer{{"roots/list asked again after notifications/roots/list_changed", mustMarshal(asked)}}
 }

@@ -114,7 +114,8 @@ func TestHealthzNamesInvalidFiles(t *testing.T) {
 
 // A child's slog lines are records of mcpmux's log, not messages quoting
 // them; a server reporting mcpmux's refusal of its roots request (nobody
-// to ask while no call runs) is debug, not news.
+// to ask while no call runs: over HTTP, where no client is the one, see
+// docs/protocol.md) is debug, not news.
 func TestChildLogLines(t *testing.T) {
 	t.Parallel()
 	workspace := t.TempDir()
@@ -122,7 +123,7 @@ func TestChildLogLines(t *testing.T) {
 		"tool/fetch.yaml":      "tool_command: mcpmux\nargs: [fetch-server]\n",
 		"tool/filesystem.yaml": npmServer(t, "filesystem", "mcp-server-filesystem", workspace),
 	})
-	_, p := startStdio(t, dir)
+	p := startHTTP(t, dir)
 	p.logs.waitFor(t, regexp.MustCompile(`level=INFO msg="fetch server ready on stdio" server=fetch stream=stderr timeout=30s `))
 	p.logs.waitFor(t, regexp.MustCompile(`level=DEBUG msg="Failed to request initial roots from client: .*mcpmux could not forward roots/list to a client`))
 	p.logs.waitFor(t, regexp.MustCompile(`msg="servers started" up=2`))

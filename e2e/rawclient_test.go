@@ -30,6 +30,7 @@ type rawClient struct {
 	notes   []json.RawMessage // notifications, in order
 	asked   []json.RawMessage // the server's requests, in order
 	tasks   map[string]any    // the results of the tasks it ran for the server, by id
+	root    string            // its root now, if changed (changeRoot)
 	done    chan struct{}     // closed when stdout ends
 }
 
@@ -188,7 +189,12 @@ func (c *rawClient) reply(reply map[string]any, method string, params json.RawMe
 	case !c.caps.host:
 		reply["error"] = map[string]any{"code": -32601, "message": "Method not found: " + method}
 	case method == "roots/list":
-		root := c.caps.root
+		c.mu.Lock()
+		root := c.root
+		c.mu.Unlock()
+		if root == "" {
+			root = c.caps.root
+		}
 		if root == "" {
 			root = "file:///work/project"
 		}
@@ -314,6 +320,15 @@ func (c *rawClient) notify(method string, params any) {
 		msg["params"] = params
 	}
 	c.write(msg)
+}
+
+// changeRoot changes the client's root to uri, and tells the server with
+// notifications/roots/list_changed.
+func (c *rawClient) changeRoot(uri string) {
+	c.mu.Lock()
+	c.root = uri
+	c.mu.Unlock()
+	c.notify("notifications/roots/list_changed", map[string]any{})
 }
 
 // notifications returns and forgets the notifications received so far.

@@ -129,12 +129,21 @@ func (c *conn) callers() []Caller {
 	return out
 }
 
-// caller returns the one client a server's request belongs to.
-func (c *conn) caller() (Caller, error) {
+// caller returns the one client a server's request belongs to: the
+// client of the call running on c, or of a per-client connection; on a
+// shared connection outside any call, the pool's sole client if it has
+// one (Events.SoleClient: over stdio, mcpmux's one client), waited for
+// until ctx ends.
+func (c *conn) caller(ctx context.Context) (Caller, error) {
 	switch cs := c.callers(); len(cs) {
 	case 1:
 		return cs[0], nil
 	case 0:
+		if c.shared && !c.srv.PerClient() {
+			if cl := c.srv.events.soleClient(ctx); cl != nil {
+				return cl, nil
+			}
+		}
 		return nil, errNoCaller
 	default:
 		return nil, errAmbiguous
@@ -196,7 +205,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 	}
 	if f.Sampling {
 		opts.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-			cl, err := c.callerFor(req.Params.Meta)
+			cl, err := c.callerFor(ctx, req.Params.Meta)
 			if err != nil {
 				return nil, forwardError("sampling/createMessage", err)
 			}
@@ -214,7 +223,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 
 // elicit forwards a server's elicitation to the client of its call.
 func (c *conn) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	cl, err := c.callerFor(p.Meta)
+	cl, err := c.callerFor(ctx, p.Meta)
 	if err != nil {
 		return nil, forwardError("elicitation/create", err)
 	}
@@ -299,7 +308,7 @@ func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if p != nil {
 			meta = p.Meta
 		}
-		cl, err := c.callerFor(meta)
+		cl, err := c.callerFor(ctx, meta)
 		if err != nil {
 			return nil, forwardError("roots/list", err)
 		}

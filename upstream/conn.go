@@ -71,8 +71,11 @@ type conn struct {
 	// ofClient: a client's own connection (perclient.go), whose lists are
 	// its client's (refreshOwn), not the catalog's.
 	ofClient atomic.Bool
-	done     chan struct{} // closed when the session has ended (see watch)
-	waitErr  error         // why it ended; set before done is closed
+	// shared: the server's shared connection (connectAndList), not a
+	// probe's or a client's own.
+	shared  bool
+	done    chan struct{} // closed when the session has ended (see watch)
+	waitErr error         // why it ended; set before done is closed
 
 	statusMu sync.Mutex // orders the task status notifications sent to clients (mcptasks.go)
 
@@ -161,6 +164,7 @@ func (srv *Server) openSession(ctx context.Context, runID string, f ClientFeatur
 	// A client's own connection knows its client from the start: what the
 	// server asks while it initializes (roots/list) is that client's.
 	c.owner, _ = ctx.Value(ownerKey{}).(Caller)
+	c.shared, _ = ctx.Value(sharedKey{}).(bool)
 	if srv.PerClient() {
 		c.limit = newLimiter(srv.cfg.MaxConcurrency)
 	}

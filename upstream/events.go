@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -20,6 +21,12 @@ type Events struct {
 	Log func(server string, p *mcp.LoggingMessageParams)
 	// ResourceUpdated receives a server's notifications/resources/updated.
 	ResourceUpdated func(server string, p *mcp.ResourceUpdatedNotificationParams)
+	// SoleClient, if set, returns the one client of the pool's servers,
+	// if they have exactly one (mcpmux over stdio): what a server asks on
+	// its shared connection outside any client's call (its roots as it
+	// starts, say) goes to that client, as it would directly. It may wait
+	// for the client to initialize, until ctx ends; nil: no such client.
+	SoleClient func(ctx context.Context) Caller
 }
 
 // Listen has the pool's servers tell e of their events from now on, until
@@ -69,6 +76,18 @@ func (l *listeners) log(server string, p *mcp.LoggingMessageParams) {
 			e.Log(server, p)
 		}
 	})
+}
+
+// soleClient returns the first sole client a listener knows (see
+// Events.SoleClient), or nil.
+func (l *listeners) soleClient(ctx context.Context) Caller {
+	var out Caller
+	l.each(func(e Events) {
+		if out == nil && e.SoleClient != nil {
+			out = e.SoleClient(ctx)
+		}
+	})
+	return out
 }
 
 func (l *listeners) resourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {

@@ -4,6 +4,8 @@ package upstream
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +80,109 @@ func TestPoolEventsReachEveryListenerFromWhenItListens(t *testing.T) {
 	select {
 	case v := <-late.changed:
 		t.Errorf("the late listener heard of a change before it listened: %q", v)
+	default:
+	}
+}
+
+// rootsCaller is a client of the tests with one root.
+type rootsCaller struct {
+	*taskCaller
+	root string
+}
+
+func (c rootsCaller) ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+	return &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: c.root}}}, nil
+}
+
+// What a server asks on its shared connection outside any call (its roots
+// as it initializes, as server-everything does) goes to the pool's sole
+// client when a listener names one (mcpmux over stdio), as it would
+// directly; with none, the server gets an error saying why.
+func TestSharedConnectionAsksTheSoleClientOutsideCalls(t *testing.T) {
+	for _, sole := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sole=%v", sole), func(t *testing.T) {
+			asked := make(chan string, 1)
+			srv := mcp.NewServer(&mcp.Implementation{Name: "a"}, &mcp.ServerOptions{
+				InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
+					go func() {
+						res, err := req.Session.ListRoots(context.Background(), nil)
+						switch {
+						case err != nil:
+							asked <- "error: " + err.Error()
+						case len(res.Roots) == 1:
+							asked <- res.Roots[0].URI
+						default:
+							asked <- fmt.Sprintf("%d roots", len(res.Roots))
+						}
+					}()
+				},
+			})
+			pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
+				ct, st := mcp.NewInMemoryTransports()
+				if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+					t.Error(err)
+				}
+				return ct
+			}})
+			defer pool.Close(context.Background(), time.Second)
+			if sole {
+				pool.Listen(Events{SoleClient: func(context.Context) Caller {
+					return rootsCaller{newTaskCaller("sole"), "file:///sole"}
+				}})
+			}
+			a := server(t, "a", "1")
+			a.Protocol = config.Protocol2025
+			pool.Apply(context.Background(), []*config.Server{a}, time.Minute)
+			select {
+			case got := <-asked:
+				want := "file:///sole"
+				if !sole {
+					want = forwardError("roots/list", errNoCaller).Error()
+				}
+				if !strings.Contains(got, want) {
+					t.Errorf("the server's roots/list at its start got %q, want %q", got, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the server's roots/list got no answer")
+			}
+		})
+	}
+}
+
+// A client's roots/list_changed reaches a shared connection only for the
+// pool's sole client (over stdio), whose roots the server asked for.
+func TestRootsChangedReachesTheSharedConnectionOfTheSoleClient(t *testing.T) {
+	changed := make(chan struct{}, 10)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "a"}, &mcp.ServerOptions{
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { changed <- struct{}{} },
+	})
+	pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+			t.Error(err)
+		}
+		return ct
+	}})
+	defer pool.Close(context.Background(), time.Second)
+	a := server(t, "a", "1")
+	a.Protocol = config.Protocol2025
+	pool.Apply(context.Background(), []*config.Server{a}, time.Minute)
+
+	pool.Get("a").RootsChanged(context.Background(), "", false)
+	pool.Get("a").RootsChanged(context.Background(), "", true)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sole client's roots/list_changed did not reach the server")
+	}
+	// The first, of a client that is not the sole one, reached nothing:
+	// the server handles a ping sent after both once it has handled them.
+	if err := pool.Get("a").current().cs.Ping(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+		t.Error("a roots/list_changed of a client that is not the sole one reached the shared connection")
 	default:
 	}
 }

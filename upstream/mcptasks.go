@@ -327,13 +327,13 @@ func relatedTask(m mcp.Meta) string {
 // callerFor returns the client a server's request with _meta m is for: the
 // client of the task it is related to, if it names one of c's, else the
 // one client with a request running (see caller).
-func (c *conn) callerFor(m mcp.Meta) (Caller, error) {
+func (c *conn) callerFor(ctx context.Context, m mcp.Meta) (Caller, error) {
 	if id := relatedTask(m); id != "" {
 		if cl := c.taskCaller(id); cl != nil {
 			return cl, nil
 		}
 	}
-	return c.caller()
+	return c.caller(ctx)
 }
 
 // taskCaller returns the client of task id: the one waiting on it

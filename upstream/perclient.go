@@ -2,9 +2,11 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -269,4 +271,30 @@ func (s *Server) ClientResources(id ClientID) []*mcp.Resource {
 		}
 	}
 	return out
+}
+
+// RootsChanged passes a client's notifications/roots/list_changed on to
+// the connection whose roots are that client's, as the client would tell
+// the server directly: its own connection (for a per-client server), or
+// the shared one when sole says the client is the pool's one client
+// (mcpmux over stdio; see Events.SoleClient). A connection that declared
+// no roots, or of MCP 2026-07-28 (which has no such notification), is not
+// told; nor is a shared connection of many clients, whose roots are no
+// one client's.
+func (s *Server) RootsChanged(ctx context.Context, client ClientID, sole bool) {
+	var c *conn
+	s.mu.Lock()
+	switch {
+	case s.PerClient():
+		c = s.clients[client]
+	case sole:
+		c = s.cur
+	}
+	s.mu.Unlock()
+	if c == nil || !c.features.Roots || c.stateless() || c.wire == nil {
+		return
+	}
+	if err := c.wire.Write(ctx, &jsonrpc.Request{Method: "notifications/roots/list_changed", Params: json.RawMessage(`{}`)}); err != nil {
+		s.log.Debug("passing on a client's roots/list_changed failed", "error", err)
+	}
 }

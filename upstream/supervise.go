@@ -172,9 +172,13 @@ func connLostError(err error) error {
 	return fmt.Errorf("connection lost: %w", err)
 }
 
+// sharedKey marks, in the context of a dial, the server's shared
+// connection (see conn.shared).
+type sharedKey struct{}
+
 // connectAndList dials and fetches the lists.
 func (s *Server) connectAndList() (*conn, Features, error) {
-	c, err := s.dial(s.ctx, "", AllFeatures)
+	c, err := s.dial(context.WithValue(s.ctx, sharedKey{}, true), "", AllFeatures)
 	if err != nil {
 		return nil, Features{}, err
 	}

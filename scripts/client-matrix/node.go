@@ -72,13 +72,15 @@ func lastLine(b []byte) []byte {
 func runInspector(ctx context.Context, t target) (map[string]string, error) {
 	o := outcomes{}
 	inspect := func(op string, reduce func(map[string]any) string, args ...string) {
-		// The method's options first, then the server: a command after
-		// "--", whose own flags (mcpmux --config) are not the CLI's.
-		args = append([]string{filepath.Join(repo, "e2e", "node_modules", ".bin", "mcp-inspector"), "--cli"}, args...)
+		// A URL goes first: --tool-arg takes every word after it up to
+		// the next option, a URL after it included ("Invalid parameter
+		// format"). A command goes last, after "--", so that its own
+		// flags (mcpmux --config) are not the CLI's.
+		inspector := []string{filepath.Join(repo, "e2e", "node_modules", ".bin", "mcp-inspector"), "--cli"}
 		if t.url != "" {
-			args = append(args, t.url)
+			args = append(append(inspector, t.url), args...)
 		} else {
-			args = append(append(args, "--"), t.cmd...)
+			args = append(append(append(inspector, args...), "--"), t.cmd...)
 		}
 		cmd := exec.CommandContext(ctx, node(), args...)
 		var stderr bytes.Buffer
