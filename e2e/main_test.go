@@ -32,7 +32,6 @@ func TestMain(m *testing.M) {
 
 func runTests(m *testing.M) int {
 	flag.Parse()
-	extendDefaultTimeout()
 	if testing.Short() {
 		// The quick subset (README): these tests build mcpmux, install npm
 		// servers and run real processes, minutes on a small machine.
@@ -73,25 +72,6 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// e2eTimeout is this package's deadline when go test is given none.
-const e2eTimeout = "45m"
-
-// extendDefaultTimeout raises go test's default deadline of 10 minutes
-// per package to e2eTimeout. The package takes about 6 minutes on an idle
-// 2-core machine and over 10 on a busy one (five runs beside a CPU hog at
-// a load of 7–11 all hit the 10-minute panic, in the conformance tests
-// that run last). Each test bounds its own waits (testTimeout,
-// longTestContext), so a hang still fails the test that hangs, with its
-// name; the package deadline only guards against a run longer than
-// anyone would wait. The go command passes its default to the test binary
-// as an explicit -test.timeout=10m0s, so that value is taken for the
-// default; any other -timeout is kept.
-func extendDefaultTimeout() {
-	if f := flag.Lookup("test.timeout"); f != nil && f.Value.String() == "10m0s" {
-		_ = flag.Set("test.timeout", e2eTimeout)
-	}
 }
 
 // installNpmServers runs `npm ci` when node_modules does not match
