@@ -98,7 +98,7 @@ func keyedClient(ctx context.Context) (upstream.ClientID, bool) {
 // instead, they would close when the request that parks the call ends,
 // and the call with them.
 func (a *Aggregator) callClient(ctx context.Context, id string) (_ context.Context, release func()) {
-	if _, keyed := keyedClient(ctx); keyed || !a.requestIsItsOwnClient(ctx) {
+	if _, keyed := keyedClient(ctx); keyed || !requestIsItsOwnClient(ctx) {
 		return ctx, func() {}
 	}
 	key := upstream.ClientID("call:" + id)

@@ -303,7 +303,7 @@ func (a *Aggregator) exposeNote(ctx context.Context, v *view, ss *mcp.ServerSess
 	switch {
 	case !v.lazy:
 		return "(expose: your tool list already has every tool.)"
-	case a.stateless || ss == nil || a.requestIsItsOwnClient(ctx):
+	case a.stateless || ss == nil || requestIsItsOwnClient(ctx):
 		return "(expose: mcpmux serves without sessions here, so it keeps no tool list per client; call these tools through mcpmux__call_tool.)"
 	}
 	added, told := a.expose(ctx, v, ss, found)

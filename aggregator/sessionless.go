@@ -172,8 +172,10 @@ func withResultType(raw json.RawMessage) json.RawMessage {
 
 // requestIsItsOwnClient reports whether a request's session ends with it:
 // a sessionless request over HTTP, where nothing is kept for its client
-// between requests (over stdio its connection is its client).
-func (a *Aggregator) requestIsItsOwnClient(ctx context.Context) bool {
+// between requests (over stdio its connection is its client). It reads
+// only ctx: a function, so that what needs it (tasks2026.go) needs no
+// Aggregator.
+func requestIsItsOwnClient(ctx context.Context) bool {
 	own, _ := ctx.Value(ownClientKey{}).(bool)
 	return own
 }

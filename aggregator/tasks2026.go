@@ -69,12 +69,12 @@ type taskHandle struct {
 // neither (loopback without tokens, no task) owns nothing. Over stdio the
 // connection is the client. The key is hashed: a handle's payload is
 // readable, and need not show a client's task or principal.
-func taskOwner(ctx context.Context, ss *mcp.ServerSession, requestIsItsOwnClient bool) string {
+func taskOwner(ctx context.Context, ss *mcp.ServerSession, ownClient bool) string {
 	var key string
 	switch id, ok := namedClient(ctx); {
 	case ok:
 		key = string(id)
-	case requestIsItsOwnClient || ss == nil:
+	case ownClient || ss == nil:
 		return ""
 	default:
 		// A session's key names it within this process only.
@@ -126,7 +126,7 @@ func (a *Aggregator) extensionTaskCreated(ctx context.Context, p *profile, c *to
 		TaskID string `json:"taskId"`
 	}
 	_ = json.Unmarshal(res.raw, &t)
-	owner := taskOwner(ctx, c.session, a.requestIsItsOwnClient(ctx))
+	owner := taskOwner(ctx, c.session, requestIsItsOwnClient(ctx))
 	id, err := a.mintTaskHandle(taskHandle{Profile: p.name, Server: e.Server, Tool: e.Name, TaskID: t.TaskID, Owner: owner})
 	if err == nil {
 		var out json.RawMessage
@@ -172,7 +172,7 @@ func (a *Aggregator) taskMethod2026(ctx context.Context, p *profile, method stri
 	h, ok := a.readTaskHandle(params.TaskID)
 	// Another client's task is not found either: whether it exists is
 	// none of this client's business.
-	if !ok || h.Profile != p.name || (h.Owner != "" && h.Owner != taskOwner(ctx, req.Session, a.requestIsItsOwnClient(ctx))) {
+	if !ok || h.Profile != p.name || (h.Owner != "" && h.Owner != taskOwner(ctx, req.Session, requestIsItsOwnClient(ctx))) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Failed to retrieve task: Task not found (%q is not a task mcpmux handed out here)", params.TaskID)}
 	}
 	e := p.view.Load().cat.byName[h.Tool]
