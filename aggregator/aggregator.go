@@ -105,6 +105,11 @@ type Aggregator struct {
 	parked  *parkedCalls    // calls of sessionless clients waiting for their input (mrtr.go)
 	tracing *tracing.Switch // spans of client requests (tracing.go); nil is off
 
+	// mcpTasks are the MCP tasks of clients, of both protocol eras
+	// (mcptasks.go, tasks2026.go): the pipeline hands them a call's task
+	// and its answer, and they answer the tasks/* methods.
+	mcpTasks *mcpTasks
+
 	journal    *journal.Journal // writes nothing unless the settings name a dir
 	frozen     *journal.Journal // the replayed journal, appended to with replay.miss: record
 	pins       pins             // pin and tool_pinning (pinning.go)
@@ -169,6 +174,18 @@ func New(opts *Options) *Aggregator {
 	}
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)
+	}
+	a.mcpTasks = &mcpTasks{
+		stateless: a.stateless,
+		log:       a.log,
+		mask:      a.mask,
+		server:    a.pool.Get,
+		settings:  a.current.Load,
+		signer:    replicas,
+		request:   a.request,
+		ruleCall:  a.ruleCall,
+		runIDOf:   a.runIDOf,
+		whenEnded: func(ss *mcp.ServerSession, f func()) { a.client(context.Background(), ss).whenEnded(f) },
 	}
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.pins.resync = a.Sync
@@ -310,8 +327,8 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// handler of this server: see package front).
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
-	a.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	a.mcpTasks.registerTaskMethods(p)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 

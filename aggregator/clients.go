@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,16 +13,16 @@ import (
 )
 
 // clientSession is what mcpmux keeps of one client session: its log level,
-// its tasks, whether it has per-client connections, and what else ends
-// with it (its count in the metrics, the HTTP front's tracking). There is
-// one per session, made by its first request that needs one; it goes as a
-// whole when the session ends, which one goroutine waits for.
+// whether it has per-client connections, and what else ends with it (its
+// count in the metrics, the HTTP front's tracking, its MCP tasks, which
+// mcpTasks keeps). There is one per session, made by its first request
+// that needs one; it goes as a whole when the session ends, which one
+// goroutine waits for.
 type clientSession struct {
 	ss *mcp.ServerSession
 
 	mu        sync.Mutex
 	level     mcp.LoggingLevel // its logging/setLevel, "" if none
-	tasks     []*clientTask    // oldest first
 	perClient bool             // per-client connections may be open for it
 	runID     string           // the task its initialize named (runIDOf)
 	exposed   exposedTools     // tools find_tools exposed to it (lazy.go)
@@ -114,7 +113,7 @@ func (a *Aggregator) clientEnded(cs *clientSession) {
 	cs.mu.Lock()
 	cs.ended = true
 	onEnd, perClient := cs.onEnd, cs.perClient
-	cs.onEnd, cs.tasks = nil, nil
+	cs.onEnd = nil
 	cs.mu.Unlock()
 	for _, f := range onEnd {
 		f()
@@ -179,90 +178,6 @@ func (a *Aggregator) lowestLevel() mcp.LoggingLevel {
 		}
 	}
 	return low
-}
-
-// maxSessionTasks bounds the tasks a session may address; beyond it the
-// oldest are forgotten.
-const maxSessionTasks = 1000
-
-// addTask registers t as the session's: the only tasks it may address,
-// whatever the servers' connections carry.
-func (a *Aggregator) addTask(ss *mcp.ServerSession, t *clientTask) {
-	t.created = time.Now()
-	cs := a.client(context.Background(), ss) // made at its initialize: the session has tasks
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.ended {
-		return
-	}
-	kept := cs.tasks[:0]
-	for _, old := range cs.tasks {
-		switch {
-		case old.expired(t.created):
-		case old.id == t.id:
-			// Two servers gave one id: the latest task is the one the id
-			// names now.
-			a.log.Warn("a server gave a task the id of another task of the session; the older can no longer be addressed",
-				"task_id", t.id, "server", t.entry.Server, "older_server", old.entry.Server)
-		default:
-			kept = append(kept, old)
-		}
-	}
-	if len(kept) >= maxSessionTasks {
-		kept = kept[1:]
-	}
-	cs.tasks = append(kept, t)
-}
-
-// task returns the session's task id, or nil.
-func (a *Aggregator) task(ss *mcp.ServerSession, id string) *clientTask {
-	cs := a.lookupClient(ss)
-	if cs == nil {
-		return nil
-	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	for _, t := range cs.tasks {
-		if t.id == id {
-			return t
-		}
-	}
-	return nil
-}
-
-// liveTasks returns the session's tasks, oldest first, without those past
-// their ttl.
-func (a *Aggregator) liveTasks(ss *mcp.ServerSession) []*clientTask {
-	cs := a.lookupClient(ss)
-	if cs == nil {
-		return nil
-	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	now := time.Now()
-	var out []*clientTask
-	for _, t := range cs.tasks {
-		if !t.expired(now) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// dropTask forgets a task its server no longer knows.
-func (a *Aggregator) dropTask(ss *mcp.ServerSession, t *clientTask) {
-	cs := a.lookupClient(ss)
-	if cs == nil {
-		return
-	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	for i, x := range cs.tasks {
-		if x == t {
-			cs.tasks = append(cs.tasks[:i:i], cs.tasks[i+1:]...)
-			return
-		}
-	}
 }
 
 // sessionMiddleware makes each session's state at its initialize, so that

@@ -56,8 +56,8 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 		Progress:     progressTo(ctx, c),
 		StreamClosed: closeClientStream(c.extra),
 	}
-	cp.MCPTask, cp.RunTask = a.taskMode(c, e)      // MCP tasks (mcptasks.go)
-	cp.TasksExtension = requestTasksExtension(ctx) // of 2026-07-28 (tasks2026.go)
+	cp.MCPTask, cp.RunTask = a.mcpTasks.taskMode(c, e) // MCP tasks (mcptasks.go)
+	cp.TasksExtension = requestTasksExtension(ctx)     // of 2026-07-28 (tasks2026.go)
 	cp.ExtensionTool = e.extensionTasks
 	start := time.Now()
 	running := a.metrics.StartCall(e.Server, e.Tool)

@@ -44,7 +44,7 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if v.lazy {
 					tools = a.lazyTools(v, r.Session, tools)
 				}
-				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, a.toolListing(r.Session))
+				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, a.mcpTasks.toolListing(r.Session))
 				if err != nil {
 					return nil, err
 				}

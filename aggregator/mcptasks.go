@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"sync"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/rewrite"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -50,6 +53,44 @@ import (
 //
 // Stateless HTTP has no sessions to own tasks: mcpmux declares no tasks
 // capability there, and treats every client as one without tasks.
+
+// mcpTasks is the one home of MCP tasks towards clients: those of
+// 2025-11-25 above, and the tasks extension of 2026-07-28 (tasks2026.go).
+// It makes a task of a call's answer, answers the tasks/* methods, mints
+// and reads task handles, keeps each session's tasks, and says how tools
+// are listed to a client with or without tasks.
+//
+// It holds only what tasks need, given at construction (New): the
+// aggregator's pipeline is reached through the few funcs below, never
+// through *Aggregator, so that tasks read, and change, on their own.
+type mcpTasks struct {
+	stateless bool // no sessions to own tasks: see above
+	log       *slog.Logger
+	mask      *logs.Masker // secrets of the config, hidden in what clients see
+
+	// server returns the pool's server of that name; nil if none.
+	server func(name string) *upstream.Server
+	// settings are the current settings: timeouts, max_result_bytes,
+	// rules.
+	settings func() *config.Settings
+	// signer signs task handles (tasks2026.go), with the key and replica
+	// of the parked calls' states (mrtr.go).
+	signer handleSigner
+	// request is the upstream request of a client's request to srv, as
+	// for any other (passthrough.go): its caller, features and client.
+	request func(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, runID string) upstream.Request
+	// ruleCall is a call as the rules see it (pipeline.go): a task's
+	// result goes through the rules that act on results.
+	ruleCall func(p *profile, c *toolCall, e *Entry) (*rewrite.Call, *rewrite.Env)
+	// runIDOf is the run id a request names (forward.go).
+	runIDOf func(meta mcp.Meta, extra *mcp.RequestExtra) string
+	// whenEnded runs f when client session ss has ended, at once if it
+	// has (clients.go): a session's tasks go with it.
+	whenEnded func(ss *mcp.ServerSession, f func())
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession][]*clientTask // each session's tasks, oldest first
+}
 
 // tasksCapability is the tasks capability mcpmux advertises: tasks/list
 // (of the session's tasks) and tasks/cancel (by the task's server), and
@@ -104,8 +145,8 @@ func (e *Entry) setExtensionTasks() {
 
 // clientTasks reports whether a client session declared the tasks
 // capability (lifted into its initialize's _meta by the front).
-func (a *Aggregator) clientTasks(ss *mcp.ServerSession) bool {
-	if a.stateless || ss == nil {
+func (m *mcpTasks) clientTasks(ss *mcp.ServerSession) bool {
+	if m.stateless || ss == nil {
 		return false
 	}
 	p := ss.InitializeParams()
@@ -115,8 +156,8 @@ func (a *Aggregator) clientTasks(ss *mcp.ServerSession) bool {
 // toolListing returns how ss is listed a tool: as its server listed it,
 // or, for a client without tasks, a task-required tool without its
 // execution.
-func (a *Aggregator) toolListing(ss *mcp.ServerSession) func(*Entry) json.RawMessage {
-	if a.clientTasks(ss) {
+func (m *mcpTasks) toolListing(ss *mcp.ServerSession) func(*Entry) json.RawMessage {
+	if m.clientTasks(ss) {
 		return func(e *Entry) json.RawMessage { return e.listed }
 	}
 	return func(e *Entry) json.RawMessage {
@@ -129,8 +170,8 @@ func (a *Aggregator) toolListing(ss *mcp.ServerSession) func(*Entry) json.RawMes
 
 // offersTasks reports whether the profile's view has a tool that can run
 // as a task, so that its clients are offered the tasks capability.
-func (a *Aggregator) offersTasks(v *view) bool {
-	if a.stateless {
+func (m *mcpTasks) offersTasks(v *view) bool {
+	if m.stateless {
 		return false
 	}
 	for _, e := range v.toolList {
@@ -161,8 +202,8 @@ func takeAugment(meta mcp.Meta) (mcp.Meta, json.RawMessage) {
 // as a task by mcpmux (a plain call of a task-required tool). Stateless,
 // a client's task is ignored, as the spec has a server that declares no
 // tasks capability do.
-func (a *Aggregator) taskMode(c *toolCall, e *Entry) (task json.RawMessage, run bool) {
-	if c.mcpTask != nil && !a.stateless {
+func (m *mcpTasks) taskMode(c *toolCall, e *Entry) (task json.RawMessage, run bool) {
+	if c.mcpTask != nil && !m.stateless {
 		return c.mcpTask, false
 	}
 	return nil, e.taskSupport == taskRequired
@@ -172,16 +213,16 @@ func (a *Aggregator) taskMode(c *toolCall, e *Entry) (task json.RawMessage, run 
 // reports whether res is its CreateTaskResult: then nothing after the run
 // step applies to it (rules and notes act on tool results; they apply to
 // the task's result, see taskResult).
-func (a *Aggregator) taskCreated(p *profile, c *toolCall, e *Entry, res *result) bool {
-	if c.mcpTask == nil || a.stateless || res.raw == nil || e.meta != nil {
+func (m *mcpTasks) taskCreated(p *profile, c *toolCall, e *Entry, res *result) bool {
+	if c.mcpTask == nil || m.stateless || res.raw == nil || e.meta != nil {
 		return false
 	}
 	t, ok := upstream.CreatedTask(res.raw)
 	if !ok {
 		return false // the server ran the call at once
 	}
-	a.addTask(c.session, &clientTask{id: t.ID, profile: p, call: c, entry: e, ttl: t.TTL})
-	a.log.Debug("task created", "tool", e.Name, "task_id", t.ID, "session", sessionID(c.session))
+	m.addTask(c.session, &clientTask{id: t.ID, profile: p, call: c, entry: e, ttl: t.TTL})
+	m.log.Debug("task created", "tool", e.Name, "task_id", t.ID, "session", sessionID(c.session))
 	return true
 }
 
@@ -198,6 +239,89 @@ type clientTask struct {
 // expired reports whether the server may have forgotten the task.
 func (t *clientTask) expired(now time.Time) bool {
 	return t.ttl > 0 && now.After(t.created.Add(t.ttl))
+}
+
+// maxSessionTasks bounds the tasks a session may address; beyond it the
+// oldest are forgotten.
+const maxSessionTasks = 1000
+
+// addTask registers t as the session's: the only tasks it may address,
+// whatever the servers' connections carry.
+func (m *mcpTasks) addTask(ss *mcp.ServerSession, t *clientTask) {
+	t.created = time.Now()
+	m.mu.Lock()
+	tasks, known := m.sessions[ss]
+	kept := tasks[:0]
+	for _, old := range tasks {
+		switch {
+		case old.expired(t.created):
+		case old.id == t.id:
+			// Two servers gave one id: the latest task is the one the id
+			// names now.
+			m.log.Warn("a server gave a task the id of another task of the session; the older can no longer be addressed",
+				"task_id", t.id, "server", t.entry.Server, "older_server", old.entry.Server)
+		default:
+			kept = append(kept, old)
+		}
+	}
+	if len(kept) >= maxSessionTasks {
+		kept = kept[1:]
+	}
+	if m.sessions == nil {
+		m.sessions = map[*mcp.ServerSession][]*clientTask{}
+	}
+	m.sessions[ss] = append(kept, t)
+	m.mu.Unlock()
+	if !known {
+		// Once per session, which keeps its entry until it ends (dropTask
+		// leaves it, empty): a session that has already ended has its
+		// tasks forgotten at once, as it could address them no more.
+		m.whenEnded(ss, func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			delete(m.sessions, ss)
+		})
+	}
+}
+
+// task returns the session's task id, or nil.
+func (m *mcpTasks) task(ss *mcp.ServerSession, id string) *clientTask {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.sessions[ss] {
+		if t.id == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// liveTasks returns the session's tasks, oldest first, without those past
+// their ttl.
+func (m *mcpTasks) liveTasks(ss *mcp.ServerSession) []*clientTask {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	var out []*clientTask
+	for _, t := range m.sessions[ss] {
+		if !t.expired(now) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// dropTask forgets a task its server no longer knows.
+func (m *mcpTasks) dropTask(ss *mcp.ServerSession, t *clientTask) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tasks := m.sessions[ss]
+	for i, x := range tasks {
+		if x == t {
+			m.sessions[ss] = append(tasks[:i:i], tasks[i+1:]...)
+			return
+		}
+	}
 }
 
 // taskParams are the params of tasks/get, tasks/result, tasks/cancel and
@@ -217,10 +341,10 @@ var taskMethods = []string{"tasks/get", "tasks/result", "tasks/cancel", "tasks/l
 // the go-sdk would refuse as unknown. tasksMiddleware answers them, with
 // the request's extra; the handlers answer the same way should one reach
 // them.
-func (a *Aggregator) registerTaskMethods(p *profile) {
+func (m *mcpTasks) registerTaskMethods(p *profile) {
 	for _, method := range taskMethods {
 		err := mcp.AddReceivingCustomMethod(p.server, method, func(ctx context.Context, ss *mcp.ServerSession, params *taskParams) (mcp.Result, error) {
-			return a.taskMethod(ctx, method, &mcp.ServerRequest[*taskParams]{Session: ss, Params: params})
+			return m.taskMethod(ctx, method, &mcp.ServerRequest[*taskParams]{Session: ss, Params: params})
 		})
 		if err != nil {
 			// Only for a method the go-sdk has come to know itself: mcpmux
@@ -232,17 +356,17 @@ func (a *Aggregator) registerTaskMethods(p *profile) {
 
 // tasksMiddleware answers the tasks/* methods, and advertises the tasks
 // capability in initialize results.
-func (a *Aggregator) tasksMiddleware(p *profile) mcp.Middleware {
+func (m *mcpTasks) tasksMiddleware(p *profile) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.ServerRequest[*taskParams]); ok {
 				if _, ok := sessionless(req); ok {
-					return a.taskMethod2026(ctx, p, method, r)
+					return m.taskMethod2026(ctx, p, method, r)
 				}
-				return a.taskMethod(ctx, method, r)
+				return m.taskMethod(ctx, method, r)
 			}
 			res, err := next(ctx, method, req)
-			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil && a.offersTasks(p.view.Load()) {
+			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil && m.offersTasks(p.view.Load()) {
 				return &tasksInitializeResult{ir}, nil
 			}
 			if dr, ok := res.(*mcp.DiscoverResult); ok && err == nil && offersExtensionTasks(p.view.Load()) {
@@ -281,27 +405,27 @@ func errTaskNotFound(id string) error {
 
 // taskMethod answers a client's tasks/get, tasks/result, tasks/cancel or
 // tasks/list.
-func (a *Aggregator) taskMethod(ctx context.Context, method string, req *mcp.ServerRequest[*taskParams]) (mcp.Result, error) {
+func (m *mcpTasks) taskMethod(ctx context.Context, method string, req *mcp.ServerRequest[*taskParams]) (mcp.Result, error) {
 	params := req.Params
 	if params == nil {
 		params = &taskParams{}
 	}
 	switch method {
 	case "tasks/list":
-		return a.listTasks(ctx, req.Session, params.Cursor)
+		return m.listTasks(ctx, req.Session, params.Cursor)
 	case "tasks/update":
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tasks/update is a method of MCP 2026-07-28's tasks extension; this session speaks an earlier version, whose tasks get their input with tasks/result"}
 	}
-	t := a.task(req.Session, params.TaskID)
-	if t == nil || a.stateless {
+	t := m.task(req.Session, params.TaskID)
+	if t == nil || m.stateless {
 		return nil, errTaskNotFound(params.TaskID)
 	}
-	raw, err := a.askTaskServer(ctx, req.Session, t, method, closeClientStream(req.Extra))
+	raw, err := m.askTaskServer(ctx, req.Session, t, method, closeClientStream(req.Extra))
 	if err != nil {
 		return nil, err
 	}
 	if method == "tasks/result" {
-		raw = a.taskResult(ctx, t, raw)
+		raw = m.taskResult(ctx, t, raw)
 	}
 	return &rawResult{raw: raw}, nil
 }
@@ -310,17 +434,17 @@ func (a *Aggregator) taskMethod(ctx context.Context, method string, req *mcp.Ser
 // timeout, and returns the server's answer as it sent it. The server's
 // JSON-RPC error is passed on as it is; what else goes wrong is an
 // internal error saying what and what to do.
-func (a *Aggregator) askTaskServer(ctx context.Context, ss *mcp.ServerSession, t *clientTask, method string, streamClosed func(time.Duration) bool) (json.RawMessage, error) {
+func (m *mcpTasks) askTaskServer(ctx context.Context, ss *mcp.ServerSession, t *clientTask, method string, streamClosed func(time.Duration) bool) (json.RawMessage, error) {
 	e := t.entry
-	srv := a.pool.Get(e.Server)
+	srv := m.server(e.Server)
 	if srv == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s %s: the task's server %q is no longer configured", method, t.id, e.Server)}
 	}
-	timeout := srv.Config().CallTimeout(e.Tool, a.current.Load().Timeout)
+	timeout := srv.Config().CallTimeout(e.Tool, m.settings().Timeout)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	raw, err := srv.TaskRequest(cctx, upstream.TaskParams{
-		Request: a.request(ctx, srv, ss, t.call.runID), Method: method, TaskID: t.id, StreamClosed: streamClosed, ExtensionTool: e.extensionTasks,
+		Request: m.request(ctx, srv, ss, t.call.runID), Method: method, TaskID: t.id, StreamClosed: streamClosed, ExtensionTool: e.extensionTasks,
 	})
 	if err == nil {
 		return raw, nil
@@ -328,7 +452,7 @@ func (a *Aggregator) askTaskServer(ctx context.Context, ss *mcp.ServerSession, t
 	var rpc *upstream.RPCError
 	if errors.As(err, &rpc) {
 		if rpc.Code == jsonrpc.CodeInvalidParams && method == "tasks/get" {
-			a.dropTask(ss, t) // the server no longer knows it
+			m.dropTask(ss, t) // the server no longer knows it
 		}
 		return nil, &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
 	}
@@ -336,20 +460,20 @@ func (a *Aggregator) askTaskServer(ctx context.Context, ss *mcp.ServerSession, t
 		return nil, ctx.Err()
 	}
 	f, detail := classify(ctx, cctx, err)
-	a.log.Warn("task request failed", "method", method, "task_id", t.id, "tool", e.Name, "session", sessionID(ss), "error", err)
+	m.log.Warn("task request failed", "method", method, "task_id", t.id, "tool", e.Name, "session", sessionID(ss), "error", err)
 	what := fmt.Sprintf("%v", detail)
 	if f.outcome == failTimeout.outcome {
 		what = fmt.Sprintf("the server did not answer within %v, the tool's timeout; the task goes on: ask again, or cancel it with tasks/cancel", timeout)
 	}
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: a.mask.Mask(fmt.Sprintf("%s %s (tool '%s' on server '%s'): %s", method, t.id, e.Tool, e.Server, what))}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: m.mask.Mask(fmt.Sprintf("%s %s (tool '%s' on server '%s'): %s", method, t.id, e.Tool, e.Server, what))}
 }
 
 // taskResult applies to a task's result what the pipeline applies to a
 // call's result after the server answered: max_result_bytes, then the
 // rewrite rules that act on results.
-func (a *Aggregator) taskResult(ctx context.Context, t *clientTask, raw json.RawMessage) json.RawMessage {
+func (m *mcpTasks) taskResult(ctx context.Context, t *clientTask, raw json.RawMessage) json.RawMessage {
 	res := &result{raw: raw}
-	settings := a.current.Load()
+	settings := m.settings()
 	limit := settings.MaxResultBytes
 	if limit <= 0 {
 		limit = config.DefaultMaxResultBytes
@@ -360,7 +484,7 @@ func (a *Aggregator) taskResult(ctx context.Context, t *clientTask, raw json.Raw
 		}
 	}
 	rules := settings.Rules()
-	rc, env := a.ruleCall(t.profile, t.call, t.entry)
+	rc, env := m.ruleCall(t.profile, t.call, t.entry)
 	if rules.Inspects(rc, res.isError()) {
 		res = decoded(rules.After(ctx, rc, res.typed(), env))
 	}
@@ -375,14 +499,14 @@ func (a *Aggregator) taskResult(ctx context.Context, t *clientTask, raw json.Raw
 // tasks/get. With one server, the answer is the server's with the tasks
 // filtered (its other fields kept). A task its server no longer lists is
 // left out and forgotten.
-func (a *Aggregator) listTasks(ctx context.Context, ss *mcp.ServerSession, cursor string) (mcp.Result, error) {
+func (m *mcpTasks) listTasks(ctx context.Context, ss *mcp.ServerSession, cursor string) (mcp.Result, error) {
 	if cursor != "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor: mcpmux lists all of a session's tasks in one page"}
 	}
 	var servers []string
 	byServer := map[string][]*clientTask{}
-	if !a.stateless {
-		for _, t := range a.liveTasks(ss) {
+	if !m.stateless {
+		for _, t := range m.liveTasks(ss) {
 			if byServer[t.entry.Server] == nil {
 				servers = append(servers, t.entry.Server)
 			}
@@ -392,9 +516,9 @@ func (a *Aggregator) listTasks(ctx context.Context, ss *mcp.ServerSession, curso
 	var items []json.RawMessage
 	var page json.RawMessage // the one server's answer
 	for _, server := range servers {
-		p, listed, err := a.serverTasks(ctx, ss, byServer[server])
+		p, listed, err := m.serverTasks(ctx, ss, byServer[server])
 		if err != nil {
-			a.log.Warn("tasks/list: a server's tasks are left out", "server", server, "session", sessionID(ss), "error", err)
+			m.log.Warn("tasks/list: a server's tasks are left out", "server", server, "session", sessionID(ss), "error", err)
 			continue
 		}
 		page = p
@@ -426,9 +550,9 @@ const maxTaskListPages = 100
 
 // serverTasks returns how one server lists ts, tasks of the session on it:
 // its first page (nil without one), and the tasks as it lists them.
-func (a *Aggregator) serverTasks(ctx context.Context, ss *mcp.ServerSession, ts []*clientTask) (json.RawMessage, []json.RawMessage, error) {
+func (m *mcpTasks) serverTasks(ctx context.Context, ss *mcp.ServerSession, ts []*clientTask) (json.RawMessage, []json.RawMessage, error) {
 	e := ts[0].entry
-	srv := a.pool.Get(e.Server)
+	srv := m.server(e.Server)
 	if srv == nil {
 		return nil, nil, fmt.Errorf("server %q is no longer configured", e.Server)
 	}
@@ -436,17 +560,17 @@ func (a *Aggregator) serverTasks(ctx context.Context, ss *mcp.ServerSession, ts 
 	for _, t := range ts {
 		mine[t.id] = t
 	}
-	cctx, cancel := context.WithTimeout(ctx, srv.Config().CallTimeout(e.Tool, a.current.Load().Timeout))
+	cctx, cancel := context.WithTimeout(ctx, srv.Config().CallTimeout(e.Tool, m.settings().Timeout))
 	defer cancel()
 	var first json.RawMessage
 	var items []json.RawMessage
 	seen := map[string]bool{}
 	cursor := ""
 	for range maxTaskListPages {
-		raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: a.request(ctx, srv, ss, ts[0].call.runID), Method: "tasks/list", Cursor: cursor, ExtensionTool: e.extensionTasks})
+		raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: m.request(ctx, srv, ss, ts[0].call.runID), Method: "tasks/list", Cursor: cursor, ExtensionTool: e.extensionTasks})
 		var rpc *upstream.RPCError
 		if errors.As(err, &rpc) && first == nil {
-			return nil, a.getEach(ctx, ss, ts), nil // it lists no tasks
+			return nil, m.getEach(ctx, ss, ts), nil // it lists no tasks
 		}
 		if err != nil {
 			return nil, nil, err
@@ -473,7 +597,7 @@ func (a *Aggregator) serverTasks(ctx context.Context, ss *mcp.ServerSession, ts 
 		if p.NextCursor == "" {
 			for id, t := range mine {
 				if !seen[id] {
-					a.dropTask(ss, t) // the server no longer has it
+					m.dropTask(ss, t) // the server no longer has it
 				}
 			}
 			return first, items, nil
@@ -489,7 +613,7 @@ const taskListConcurrency = 4
 
 // getEach returns each of ts as its server reports it now (tasks/get);
 // one it no longer knows is left out.
-func (a *Aggregator) getEach(ctx context.Context, ss *mcp.ServerSession, ts []*clientTask) []json.RawMessage {
+func (m *mcpTasks) getEach(ctx context.Context, ss *mcp.ServerSession, ts []*clientTask) []json.RawMessage {
 	items := make([]json.RawMessage, len(ts))
 	sem := make(chan struct{}, taskListConcurrency)
 	var wg sync.WaitGroup
@@ -497,7 +621,7 @@ func (a *Aggregator) getEach(ctx context.Context, ss *mcp.ServerSession, ts []*c
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if raw, err := a.askTaskServer(ctx, ss, t, "tasks/get", nil); err == nil {
+			if raw, err := m.askTaskServer(ctx, ss, t, "tasks/get", nil); err == nil {
 				items[i] = raw
 			}
 		})

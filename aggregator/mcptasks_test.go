@@ -452,7 +452,9 @@ func TestTaskRequiredToolForClientsWithoutTasks(t *testing.T) {
 func TestStatelessRunsTasksItself(t *testing.T) {
 	f := newTaskFixture(t)
 	h := newHarness(t, map[string]*mcp.Server{"t": f.srv}, "", pinned2025("t"))
-	h.agg.stateless = true
+	// As New would have with Options.Stateless, which mcpTasks is given
+	// at construction.
+	h.agg.stateless, h.agg.mcpTasks.stateless = true, true
 	c, init := stdioClient(t, h.agg, DefaultProfile, clientWithTasks)
 	if strings.Contains(string(init), `"tasks"`) {
 		t.Errorf("initialize: %s, want no tasks capability", init)

@@ -145,7 +145,7 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	}
 	// 3. Run.
 	res := a.run(ctx, p, c, e)
-	if a.taskCreated(p, c, e, res) || a.extensionTaskCreated(ctx, p, c, e, res) {
+	if a.mcpTasks.taskCreated(p, c, e, res) || a.mcpTasks.extensionTaskCreated(ctx, p, c, e, res) {
 		return res // a CreateTaskResult or task handle: what follows applies to the task's result (mcptasks.go, tasks2026.go)
 	}
 	// 4. Unknown-tool retry.

@@ -88,22 +88,29 @@ func taskOwner(ctx context.Context, ss *mcp.ServerSession, ownClient bool) strin
 // the signing key (replicas, MCPMUX_STATE_KEY).
 var processNonce = rand.Text()
 
+// handleSigner signs task handles and checks them: a *replica.Set, whose
+// key any replica that shares it verifies with.
+type handleSigner interface {
+	Sign(id string) string
+	Verify(state string) (id, replica string, err error)
+}
+
 // mintTaskHandle returns the taskId a client gets for h.
-func (a *Aggregator) mintTaskHandle(h taskHandle) (string, error) {
+func (m *mcpTasks) mintTaskHandle(h taskHandle) (string, error) {
 	b, err := json.Marshal(h)
 	if err != nil {
 		return "", err
 	}
-	return a.parked.replicas.Sign(base64.RawURLEncoding.EncodeToString(b)), nil
+	return m.signer.Sign(base64.RawURLEncoding.EncodeToString(b)), nil
 }
 
 // readTaskHandle returns what a client's taskId says, or false if mcpmux
 // did not mint it.
-func (a *Aggregator) readTaskHandle(id string) (taskHandle, bool) {
+func (m *mcpTasks) readTaskHandle(id string) (taskHandle, bool) {
 	var h taskHandle
 	// Any replica that shares the key serves a task handle: the task
 	// lives on its server, not on the replica that minted the handle.
-	payload, _, err := a.parked.replicas.Verify(id)
+	payload, _, err := m.signer.Verify(id)
 	if err != nil {
 		return h, false
 	}
@@ -118,7 +125,7 @@ func (a *Aggregator) readTaskHandle(id string) (taskHandle, bool) {
 // its server answered c with, under mcpmux's taskId, and reports whether
 // res was one: then nothing after the run step applies to it (they apply
 // to the task's result).
-func (a *Aggregator) extensionTaskCreated(ctx context.Context, p *profile, c *toolCall, e *Entry, res *result) bool {
+func (m *mcpTasks) extensionTaskCreated(ctx context.Context, p *profile, c *toolCall, e *Entry, res *result) bool {
 	if res.raw == nil || !upstream.IsTaskHandle(res.raw) {
 		return false
 	}
@@ -127,7 +134,7 @@ func (a *Aggregator) extensionTaskCreated(ctx context.Context, p *profile, c *to
 	}
 	_ = json.Unmarshal(res.raw, &t)
 	owner := taskOwner(ctx, c.session, requestIsItsOwnClient(ctx))
-	id, err := a.mintTaskHandle(taskHandle{Profile: p.name, Server: e.Server, Tool: e.Name, TaskID: t.TaskID, Owner: owner})
+	id, err := m.mintTaskHandle(taskHandle{Profile: p.name, Server: e.Server, Tool: e.Name, TaskID: t.TaskID, Owner: owner})
 	if err == nil {
 		var out json.RawMessage
 		if out, err = withTaskID(res.raw, id); err == nil {
@@ -158,7 +165,7 @@ var errMissingTasksExtension = &jsonrpc.Error{Code: -32021, Message: "Missing re
 
 // taskMethod2026 answers a sessionless client's tasks/get, tasks/update
 // or tasks/cancel.
-func (a *Aggregator) taskMethod2026(ctx context.Context, p *profile, method string, req *mcp.ServerRequest[*taskParams]) (mcp.Result, error) {
+func (m *mcpTasks) taskMethod2026(ctx context.Context, p *profile, method string, req *mcp.ServerRequest[*taskParams]) (mcp.Result, error) {
 	if method != "tasks/get" && method != "tasks/update" && method != "tasks/cancel" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%s is not a method of MCP 2026-07-28's tasks extension (tasks/get, tasks/update, tasks/cancel)", method)}
 	}
@@ -169,7 +176,7 @@ func (a *Aggregator) taskMethod2026(ctx context.Context, p *profile, method stri
 	if params == nil {
 		params = &taskParams{}
 	}
-	h, ok := a.readTaskHandle(params.TaskID)
+	h, ok := m.readTaskHandle(params.TaskID)
 	// Another client's task is not found either: whether it exists is
 	// none of this client's business.
 	if !ok || h.Profile != p.name || (h.Owner != "" && h.Owner != taskOwner(ctx, req.Session, requestIsItsOwnClient(ctx))) {
@@ -179,23 +186,23 @@ func (a *Aggregator) taskMethod2026(ctx context.Context, p *profile, method stri
 	if e == nil || e.Server != h.Server {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Failed to retrieve task: the task's tool %q of server %q is no longer listed", h.Tool, h.Server)}
 	}
-	srv := a.pool.Get(e.Server)
+	srv := m.server(e.Server)
 	if srv == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s: the task's server %q is no longer configured", method, e.Server)}
 	}
-	cctx, cancel := context.WithTimeout(ctx, srv.Config().CallTimeout(e.Tool, a.current.Load().Timeout))
+	cctx, cancel := context.WithTimeout(ctx, srv.Config().CallTimeout(e.Tool, m.settings().Timeout))
 	defer cancel()
-	call := &toolCall{name: e.Name, session: req.Session, extra: req.Extra, runID: a.runIDOf(nil, req.Extra)}
-	raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: a.request(ctx, srv, req.Session, call.runID), Method: method, TaskID: h.TaskID, Extension: true, InputResponses: params.InputResponses})
+	call := &toolCall{name: e.Name, session: req.Session, extra: req.Extra, runID: m.runIDOf(nil, req.Extra)}
+	raw, err := srv.TaskRequest(cctx, upstream.TaskParams{Request: m.request(ctx, srv, req.Session, call.runID), Method: method, TaskID: h.TaskID, Extension: true, InputResponses: params.InputResponses})
 	if err != nil {
 		var rpc *upstream.RPCError
 		if errors.As(err, &rpc) {
-			return nil, &jsonrpc.Error{Code: rpc.Code, Message: a.mask.Mask(rpc.Message), Data: rpc.Data}
+			return nil, &jsonrpc.Error{Code: rpc.Code, Message: m.mask.Mask(rpc.Message), Data: rpc.Data}
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: a.mask.Mask(fmt.Sprintf("%s (tool '%s' on server '%s'): %v", method, e.Tool, e.Server, err))}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: m.mask.Mask(fmt.Sprintf("%s (tool '%s' on server '%s'): %v", method, e.Tool, e.Server, err))}
 	}
 	if method != "tasks/get" {
 		return &rawResult{raw: json.RawMessage(`{}`), sessionless: true}, nil // an acknowledgement
@@ -204,7 +211,7 @@ func (a *Aggregator) taskMethod2026(ctx context.Context, p *profile, method stri
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tasks/get: the server's answer is not a task: %v", err)}
 	}
 	if inner := fieldOf(raw, "result"); len(inner) > 0 && string(inner) != "null" {
-		done := a.taskResult(ctx, &clientTask{profile: p, call: call, entry: e}, inner)
+		done := m.taskResult(ctx, &clientTask{profile: p, call: call, entry: e}, inner)
 		if raw, err = withField(raw, "result", done); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tasks/get: %v", err)}
 		}
