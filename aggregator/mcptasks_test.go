@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -674,5 +675,53 @@ func TestDerivedCallsArePlain(t *testing.T) {
 	res := c.mustCall("tools/call", map[string]any{"name": "mcpmux__call_tool", "arguments": map[string]any{"name": "t__work", "arguments": map[string]any{}}, "task": map[string]any{}})
 	if !strings.Contains(string(res), "done for nobody") {
 		t.Errorf("task-augmented mcpmux__call_tool: %s, want the tool's result", res)
+	}
+}
+
+// A session's tasks are kept by mcpTasks alone, with no aggregator: each
+// session addresses only its own, a reused id names the latest task, a
+// dropped task is forgotten, and all of a session's go when it ends, also
+// those it was given after it ended.
+func TestMCPTasksKeepEachSessionsOwn(t *testing.T) {
+	var ended []func() // the session-end funcs, as clientSession keeps them
+	endedAlready := false
+	m := &mcpTasks{log: slog.New(slog.DiscardHandler), whenEnded: func(_ *mcp.ServerSession, f func()) {
+		if endedAlready {
+			f()
+			return
+		}
+		ended = append(ended, f)
+	}}
+	ss, other := &mcp.ServerSession{}, &mcp.ServerSession{}
+	a := &clientTask{id: "a", entry: &Entry{Server: "s1"}}
+	b := &clientTask{id: "b", entry: &Entry{Server: "s1"}}
+	b2 := &clientTask{id: "b", entry: &Entry{Server: "s2"}}
+	m.addTask(ss, a)
+	m.addTask(ss, b)
+	m.addTask(ss, b2)
+	if got := m.task(ss, "b"); got != b2 {
+		t.Errorf("task b = %+v, want the latest (of s2)", got)
+	}
+	if got := m.liveTasks(ss); len(got) != 2 || got[0] != a || got[1] != b2 {
+		t.Errorf("live tasks = %v, want a, then the latest b", got)
+	}
+	if m.task(other, "a") != nil || m.liveTasks(other) != nil {
+		t.Error("another session addresses the session's task")
+	}
+	m.dropTask(ss, a)
+	if m.task(ss, "a") != nil {
+		t.Error("a dropped task is still addressed")
+	}
+	if len(ended) != 1 {
+		t.Fatalf("%d session-end funcs registered, want one per session", len(ended))
+	}
+	ended[0]()
+	if m.task(ss, "b") != nil || len(m.sessions) != 0 {
+		t.Errorf("tasks kept after the session ended: %v", m.sessions)
+	}
+	endedAlready = true
+	m.addTask(ss, a)
+	if m.task(ss, "a") != nil || len(m.sessions) != 0 {
+		t.Errorf("a task given after the session ended is kept: %v", m.sessions)
 	}
 }
