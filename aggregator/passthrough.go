@@ -79,31 +79,6 @@ func guard(f func(), onErr func(error)) (err error) {
 	return nil
 }
 
-// request builds the upstream request context of a client request.
-func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, runID string) upstream.Request {
-	r := upstream.Request{RunID: runID, Caller: a.newCaller(ctx, ss), Features: clientFeatures(ctx, ss), ClientInfo: clientInfo(ctx, ss)}
-	r.LogLevel, r.OwnLevel = ownLevel(ctx) // removed2026.go
-	if srv.PerClient() {
-		r.Client = a.clientID(ctx, ss)
-	}
-	return r
-}
-
-// sessionFeatures are the capabilities a client session declared; a
-// request without a session (none in practice) is treated as declaring
-// everything, as mcpmux did before it looked.
-func sessionFeatures(ss *mcp.ServerSession) upstream.ClientFeatures {
-	if ss == nil {
-		return upstream.AllFeatures
-	}
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil {
-		return upstream.ClientFeatures{}
-	}
-	// Its tasks capability, which the SDK drops, was lifted (taskfront.go).
-	return upstream.FeaturesOf(p.Capabilities).WithTasks(p.Meta[clientTasksKey])
-}
-
 // mapRPCError maps the server's name (or URI) of an item in a server's
 // JSON-RPC error back to the exposed one.
 func mapRPCError(err error, orig, exposed string) error {
