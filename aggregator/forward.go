@@ -154,8 +154,9 @@ func closeClientStream(extra *mcp.RequestExtra) func(time.Duration) bool {
 }
 
 // callArguments checks that the client's arguments are a JSON object and
-// forwards them as raw bytes. Absent arguments become {}: TypeScript
-// servers reject "arguments": null.
+// forwards them as raw bytes. Absent or null arguments become {}, here
+// only (upstream sends what it is given): TypeScript servers reject
+// "arguments": null.
 func callArguments(raw json.RawMessage) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
