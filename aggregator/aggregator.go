@@ -290,14 +290,14 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// empty: a client connecting before any server is up must still
 		// learn that tools will come. Stateless, nothing reaches a client
 		// outside its own requests: neither list changes nor resource
-		// updates (nor subscriptions: see subscribe).
+		// updates (nor subscriptions: see passThrough.subscribe).
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: !a.stateless},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: !a.stateless},
 			Resources: &mcp.ResourceCapabilities{ListChanged: !a.stateless, Subscribe: !a.stateless},
 			//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes the servers' log messages to its clients.
 			Logging: &mcp.LoggingCapabilities{},
-			// Answered by completeMiddleware.
+			// Answered by passThrough.completeMiddleware.
 			Completions: &mcp.CompletionCapabilities{},
 		},
 		SubscribeHandler:   a.pass.subscribe(p),
