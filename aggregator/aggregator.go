@@ -100,7 +100,7 @@ type Aggregator struct {
 	sole      soleClient     // the client of an instance serving stdio (soleclient.go)
 	streams   clientStreams  // open GET streams of HTTP sessions (taskfront.go)
 
-	subs    subscriptions
+	pass    *passThrough // prompts, resources, completion, server logs (passthrough.go)
 	metrics *metrics.Metrics
 	parked  *parkedCalls    // calls of sessionless clients waiting for their input (mrtr.go)
 	tracing *tracing.Switch // spans of client requests (tracing.go); nil is off
@@ -167,7 +167,6 @@ func New(opts *Options) *Aggregator {
 		settings:     settings,
 		catalog:      BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
 		profiles:     map[string]*profile{},
-		subs:         subscriptions{n: map[string]int{}},
 		metrics:      opts.Metrics,
 		parked:       newParkedCalls(replicas),
 		tracing:      opts.Tracing,
@@ -187,6 +186,11 @@ func New(opts *Options) *Aggregator {
 		runIDOf:   a.runIDOf,
 		whenEnded: func(ss *mcp.ServerSession, f func()) { a.client(context.Background(), ss).whenEnded(f) },
 	}
+	a.pass = &passThrough{
+		pool: opts.Pool, log: log, stateless: opts.Stateless,
+		runIDOf: a.runIDOf, request: a.request, profiles: a.allProfiles,
+		subs: subscriptions{n: map[string]int{}},
+	}
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.pins.resync = a.Sync
 	a.frozen = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
@@ -198,8 +202,8 @@ func New(opts *Options) *Aggregator {
 	// Listening last, when a is whole: an event can only reach what exists.
 	opts.Pool.Listen(upstream.Events{
 		Changed:         func(string) { a.Sync() },
-		Log:             a.BroadcastLog,
-		ResourceUpdated: a.ResourceUpdated,
+		Log:             a.pass.broadcastLog,
+		ResourceUpdated: a.pass.resourceUpdated,
 		SoleClient:      a.soleCaller,
 	})
 	return a
@@ -303,18 +307,18 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// empty: a client connecting before any server is up must still
 		// learn that tools will come. Stateless, nothing reaches a client
 		// outside its own requests: neither list changes nor resource
-		// updates (nor subscriptions: see subscribe).
+		// updates (nor subscriptions: see passThrough.subscribe).
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: !a.stateless},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: !a.stateless},
 			Resources: &mcp.ResourceCapabilities{ListChanged: !a.stateless, Subscribe: !a.stateless},
 			//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes the servers' log messages to its clients.
 			Logging: &mcp.LoggingCapabilities{},
-			// Answered by completeMiddleware.
+			// Answered by passThrough.completeMiddleware.
 			Completions: &mcp.CompletionCapabilities{},
 		},
-		SubscribeHandler:   a.subscribe(p),
-		UnsubscribeHandler: a.unsubscribe(p),
+		SubscribeHandler:   a.pass.subscribe(p),
+		UnsubscribeHandler: a.pass.unsubscribe(p),
 		InitializedHandler: a.sessionInitialized(p),
 		// A client's changed roots reach the servers whose roots are its.
 		//lint:ignore SA1019 roots are deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where they are not, and passes a client's roots to the servers that ask for them.
@@ -328,7 +332,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.mcpTasks.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.unlistedMiddleware(p), a.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 
@@ -360,7 +364,7 @@ func (a *Aggregator) applyView(p *profile, v *view) {
 		p.registered[name] = e.hash
 		changed = true
 	}
-	if a.registerFeatures(p, v) {
+	if a.pass.register(p, v) {
 		changed = true
 	}
 	p.view.Store(v)
@@ -401,6 +405,13 @@ func (a *Aggregator) Server(profile string) *mcp.Server {
 		return p.server
 	}
 	return nil
+}
+
+// allProfiles returns the profiles of the moment.
+func (a *Aggregator) allProfiles() []*profile {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Collect(maps.Values(a.profiles))
 }
 
 func (a *Aggregator) profile(name string) *profile {

@@ -355,6 +355,30 @@ func TestMalformedArguments(t *testing.T) {
 	}
 }
 
+// Absent and null arguments reach the server as {}, which TypeScript
+// servers need (they reject "arguments": null). callArguments is the one
+// place that makes them so: upstream sends the arguments it is given.
+func TestAbsentOrNullArgumentsReachTheServerAsAnObject(t *testing.T) {
+	got := make(chan string, 1)
+	record := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		got <- string(req.Params.Arguments)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}
+	h := newHarness(t, map[string]*mcp.Server{"a": fixtureServer("a", map[string]mcp.ToolHandler{"record": record})}, "", nil)
+	cs := h.client(DefaultProfile)
+	for _, tc := range []struct {
+		name string
+		args any
+	}{{"absent", nil}, {"null", json.RawMessage("null")}} {
+		if res := call(t, cs, "a__record", tc.args); res.IsError {
+			t.Fatalf("%s arguments: %q, want a normal call", tc.name, text(res))
+		}
+		if sent := <-got; sent != "{}" {
+			t.Errorf("%s arguments reached the server as %q, want {}", tc.name, sent)
+		}
+	}
+}
+
 func TestFailedServerIsIsolated(t *testing.T) {
 	h := newHarness(t, map[string]*mcp.Server{
 		"good": fixtureServer("good", map[string]mcp.ToolHandler{"echo": echo("ok:")}),

@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
-	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/rewrite"
 	"github.com/mcpmux/mcpmux/tracing"
@@ -104,28 +102,6 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	return res
 }
 
-// TaskHeader is the HTTP header a client may name its task with.
-const TaskHeader = "X-Task-Id"
-
-// taskMetaKey is the _meta key of a call's task, from the client and to
-// the server.
-const taskMetaKey = "task_id"
-
-// runIDOf is the caller's evaluation task id (its run): _meta.task_id of the request, else the
-// X-Task-Id header of its HTTP request, else the instance's default
-// (--task-id or TASK_ID for a stdio instance).
-func (a *Aggregator) runIDOf(meta mcp.Meta, extra *mcp.RequestExtra) string {
-	if v, ok := meta[taskMetaKey].(string); ok && v != "" {
-		return cleanTaskID(v)
-	}
-	if extra != nil && extra.Header != nil {
-		if v := extra.Header.Get(TaskHeader); v != "" {
-			return cleanTaskID(v)
-		}
-	}
-	return a.defaultRunID
-}
-
 // progressTo returns the function that passes a server's progress
 // notifications to the client, under the client's own token; nil if the
 // client asked for no progress.
@@ -177,48 +153,10 @@ func closeClientStream(extra *mcp.RequestExtra) func(time.Duration) bool {
 	}
 }
 
-// maxTaskID bounds a task id, in bytes.
-const maxTaskID = 128
-
-// cleanTaskID keeps a task id fit for an environment variable and a log
-// line: printable UTF-8, at most maxTaskID bytes. An id that had to change
-// (a control character, invalid UTF-8, too long) keeps what fits of it,
-// cut at a character, followed by the hash of the whole id (see
-// journal.AlteredSuffix), so that two ids never become one task; so does
-// an id that ends like such a hash, so that no literal id takes the task
-// of an altered one.
-func cleanTaskID(s string) string {
-	clean := strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r // invalid UTF-8 becomes U+FFFD
-	}, s)
-	if clean == s && len(s) <= maxTaskID && !looksAltered(s) {
-		return s
-	}
-	suffix := journal.AlteredSuffix(s)
-	return journal.CutUTF8(clean, maxTaskID-len(suffix)) + suffix
-}
-
-// looksAltered reports whether s ends like an id cleanTaskID changed.
-func looksAltered(s string) bool {
-	n := len(journal.AlteredSuffix(""))
-	i := strings.LastIndex(s, journal.AlteredMark)
-	if i < 0 || len(s)-i != n {
-		return false
-	}
-	for _, c := range s[i+1:] {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // callArguments checks that the client's arguments are a JSON object and
-// forwards them as raw bytes. Absent arguments become {}: TypeScript
-// servers reject "arguments": null.
+// forwards them as raw bytes. Absent or null arguments become {}, here
+// only (upstream sends what it is given): TypeScript servers reject
+// "arguments": null.
 func callArguments(raw json.RawMessage) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -239,43 +177,6 @@ func callArguments(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("arguments must be a JSON object, got %s", kind)
 	}
 	return raw, nil
-}
-
-// hopMeta are the _meta keys that describe one hop of the protocol, not
-// the call: the client's progress token and the per-request protocol
-// fields of 2026-07-28 sessions. Forwarded, they would make a server
-// believe it talks the client's protocol version with the client itself.
-var hopMeta = map[string]bool{
-	"progressToken":               true,
-	mcp.MetaKeyProtocolVersion:    true,
-	mcp.MetaKeyClientInfo:         true,
-	mcp.MetaKeyClientCapabilities: true,
-	//lint:ignore SA1019 a 2026-07-28 client's log level is a field of its hop, never forwarded.
-	mcp.MetaKeyLogLevel:       true,
-	mcp.MetaKeySubscriptionID: true,
-}
-
-// forwardMeta copies the client's _meta for the downstream call, without
-// the hop-by-hop keys and the refusals (which only mcpmux sets: see
-// withRefusals), and with the caller's task.
-func forwardMeta(m mcp.Meta, runID string) mcp.Meta {
-	var out mcp.Meta
-	for k, v := range m {
-		if hopMeta[k] || k == rewrite.RefusalsMetaKey {
-			continue
-		}
-		if out == nil {
-			out = make(mcp.Meta, len(m)+1)
-		}
-		out[k] = v
-	}
-	if runID != "" {
-		if out == nil {
-			out = mcp.Meta{}
-		}
-		out[taskMetaKey] = runID
-	}
-	return out
 }
 
 // withRefusals adds to a downstream call's _meta the refusals of the rules

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -14,9 +15,28 @@ import (
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
-// This file passes prompts, resources, resource templates, completions,
-// subscriptions and server-wide log messages through: everything but tools,
-// whose pipeline is in pipeline.go.
+// passThrough passes a client's prompts, resources, resource templates,
+// completions and subscriptions to the server they belong to, and a
+// server's resource updates and server-wide log messages to the clients
+// that see that server: everything but tools, whose pipeline is in
+// pipeline.go. It is apart from Aggregator because none of it builds the
+// catalog, runs a tool call or keeps a client's state: it gets from New
+// the little it needs, as fields, so that what it depends on is all in
+// sight here.
+type passThrough struct {
+	pool      *upstream.Pool
+	log       *slog.Logger
+	stateless bool // see Options.Stateless: no subscriptions, whose updates could not reach a client
+	// runIDOf and request are the aggregator's (request.go): the run a
+	// client's request belongs to, and the upstream request made for it,
+	// as the tool path makes it.
+	runIDOf func(mcp.Meta, *mcp.RequestExtra) string
+	request func(context.Context, *upstream.Server, *mcp.ServerSession, string) upstream.Request
+	// profiles are the profiles of the moment, whose clients get what a
+	// server sends outside any request.
+	profiles func() []*profile
+	subs     subscriptions
+}
 
 // syncItems registers the difference between registered (key → hash) and
 // want: new and changed items first, then removals, like applyView.
@@ -48,60 +68,39 @@ func syncItems[T any](registered map[string]string, want map[string]*Item[T], ad
 	return changed
 }
 
-// registerFeatures brings prompts, resources and templates of p's server in
-// line with v, and reports whether it changed any.
-func (a *Aggregator) registerFeatures(p *profile, v *view) bool {
-	logFail := func(kind, key string, err error) {
-		a.log.Error(kind+" not exposed", "key", key, "error", err)
+// register brings prompts, resources and templates of p's server in line
+// with v, and reports whether it changed any.
+func (pt *passThrough) register(p *profile, v *view) bool {
+	add := func(kind, key string, register func()) error {
+		err := addDefinition(register)
+		if err != nil {
+			pt.log.Error(kind+" not exposed", "key", key, "error", err)
+		}
+		return err
 	}
 	prompts := syncItems(p.prompts, v.prompts, func(it *Item[*mcp.Prompt]) error {
-		return guard(func() { p.server.AddPrompt(it.Def, a.promptHandler(it)) }, func(err error) { logFail("prompt", it.Key, err) })
+		return add("prompt", it.Key, func() { p.server.AddPrompt(it.Def, pt.promptHandler(it)) })
 	}, p.server.RemovePrompts)
 	resources := syncItems(p.resources, v.resources, func(it *Item[*mcp.Resource]) error {
-		return guard(func() { p.server.AddResource(it.Def, a.resourceHandler(it.Server, it.Orig, it.Key)) }, func(err error) { logFail("resource", it.Key, err) })
+		return add("resource", it.Key, func() { p.server.AddResource(it.Def, pt.resourceHandler(it.Server, it.Orig, it.Key)) })
 	}, p.server.RemoveResources)
 	templates := syncItems(p.templates, v.templates, func(it *Item[*mcp.ResourceTemplate]) error {
-		return guard(func() { p.server.AddResourceTemplate(it.Def, a.templateHandler(it)) }, func(err error) { logFail("resource template", it.Key, err) })
+		return add("resource template", it.Key, func() { p.server.AddResourceTemplate(it.Def, pt.templateHandler(it)) })
 	}, p.server.RemoveResourceTemplates)
 	return prompts || resources || templates
 }
 
-// guard runs f, turning a panic of the SDK on an invalid definition into an
-// error: a strange downstream definition must not take mcpmux down.
-func guard(f func(), onErr func(error)) (err error) {
+// addDefinition runs register, which gives the SDK a definition, and turns
+// the SDK's panic on a definition it does not accept into an error: a
+// strange downstream definition must not take mcpmux down.
+func addDefinition(register func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("invalid definition: %v", r)
-			onErr(err)
 		}
 	}()
-	f()
+	register()
 	return nil
-}
-
-// request builds the upstream request context of a client request.
-func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, runID string) upstream.Request {
-	r := upstream.Request{RunID: runID, Caller: a.newCaller(ctx, ss), Features: clientFeatures(ctx, ss), ClientInfo: clientInfo(ctx, ss)}
-	r.LogLevel, r.OwnLevel = ownLevel(ctx) // removed2026.go
-	if srv.PerClient() {
-		r.Client = a.clientID(ctx, ss)
-	}
-	return r
-}
-
-// sessionFeatures are the capabilities a client session declared; a
-// request without a session (none in practice) is treated as declaring
-// everything, as mcpmux did before it looked.
-func sessionFeatures(ss *mcp.ServerSession) upstream.ClientFeatures {
-	if ss == nil {
-		return upstream.AllFeatures
-	}
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil {
-		return upstream.ClientFeatures{}
-	}
-	// Its tasks capability, which the SDK drops, was lifted (taskfront.go).
-	return upstream.FeaturesOf(p.Capabilities).WithTasks(p.Meta[clientTasksKey])
 }
 
 // mapRPCError maps the server's name (or URI) of an item in a server's
@@ -125,28 +124,30 @@ func rpcError(what string, server string, err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s on server %q failed: %v", what, server, err)}
 }
 
-func (a *Aggregator) server(name string) (*upstream.Server, error) {
-	srv := a.pool.Get(name)
+// server is the server of that name, or the error a client gets when a
+// reload removed it since its item was routed.
+func (pt *passThrough) server(name string) (*upstream.Server, error) {
+	srv := pt.pool.Get(name)
 	if srv == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %q is no longer configured", name)}
 	}
 	return srv, nil
 }
 
-func (a *Aggregator) promptHandler(it *Item[*mcp.Prompt]) mcp.PromptHandler {
-	return a.getPrompt(it.Server, it.Orig, it.Key)
+func (pt *passThrough) promptHandler(it *Item[*mcp.Prompt]) mcp.PromptHandler {
+	return pt.getPrompt(it.Server, it.Orig, it.Key)
 }
 
 // getPrompt gets the prompt the server knows as name and the client as
 // exposed.
-func (a *Aggregator) getPrompt(server, name, exposed string) mcp.PromptHandler {
+func (pt *passThrough) getPrompt(server, name, exposed string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		srv, err := a.server(server)
+		srv, err := pt.server(server)
 		if err != nil {
 			return nil, err
 		}
-		runID := a.runIDOf(req.Params.Meta, req.Extra)
-		res, err := srv.GetPrompt(ctx, a.request(ctx, srv, req.Session, runID), &mcp.GetPromptParams{
+		runID := pt.runIDOf(req.Params.Meta, req.Extra)
+		res, err := srv.GetPrompt(ctx, pt.request(ctx, srv, req.Session, runID), &mcp.GetPromptParams{
 			Name: name, Arguments: req.Params.Arguments, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, runID)),
 		})
 		if err != nil {
@@ -157,15 +158,15 @@ func (a *Aggregator) getPrompt(server, name, exposed string) mcp.PromptHandler {
 }
 
 // resourceHandler reads the one resource whose URI the server knows as orig.
-func (a *Aggregator) resourceHandler(server, orig, exposed string) mcp.ResourceHandler {
+func (pt *passThrough) resourceHandler(server, orig, exposed string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return a.readResource(ctx, req, server, orig, exposed)
+		return pt.readResource(ctx, req, server, orig, exposed)
 	}
 }
 
 // templateHandler reads resources matching a template: the URI read is the
 // client's with the mcpmux:// prefix, if any, taken off.
-func (a *Aggregator) templateHandler(it *Item[*mcp.ResourceTemplate]) mcp.ResourceHandler {
+func (pt *passThrough) templateHandler(it *Item[*mcp.ResourceTemplate]) mcp.ResourceHandler {
 	server, prefixed := it.Server, it.Key != it.Orig
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
@@ -173,17 +174,17 @@ func (a *Aggregator) templateHandler(it *Item[*mcp.ResourceTemplate]) mcp.Resour
 		if prefixed {
 			orig = strings.TrimPrefix(uri, URIPrefix+server+"/")
 		}
-		return a.readResource(ctx, req, server, orig, uri)
+		return pt.readResource(ctx, req, server, orig, uri)
 	}
 }
 
-func (a *Aggregator) readResource(ctx context.Context, req *mcp.ReadResourceRequest, server, orig, exposed string) (*mcp.ReadResourceResult, error) {
-	srv, err := a.server(server)
+func (pt *passThrough) readResource(ctx context.Context, req *mcp.ReadResourceRequest, server, orig, exposed string) (*mcp.ReadResourceResult, error) {
+	srv, err := pt.server(server)
 	if err != nil {
 		return nil, err
 	}
-	runID := a.runIDOf(req.Params.Meta, req.Extra)
-	res, err := srv.ReadResource(ctx, a.request(ctx, srv, req.Session, runID), &mcp.ReadResourceParams{URI: orig, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, runID))})
+	runID := pt.runIDOf(req.Params.Meta, req.Extra)
+	res, err := srv.ReadResource(ctx, pt.request(ctx, srv, req.Session, runID), &mcp.ReadResourceParams{URI: orig, Meta: tracing.Inject(ctx, forwardMeta(req.Params.Meta, runID))})
 	if err != nil {
 		return nil, mapRPCError(rpcError("reading "+orig, server, err), orig, exposed)
 	}
@@ -203,6 +204,40 @@ func (a *Aggregator) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	return res, nil
 }
 
+// unlistedMiddleware sends resources/read of a URI no server listed (nor
+// any template matches) and prompts/get of an unknown prompt to the server
+// they belong to (routeURI, routePrompt), which the SDK would answer itself
+// with an error of its own; the server's answer, or its error with the
+// names mapped back, is what the client gets.
+func (pt *passThrough) unlistedMiddleware(p *profile) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch r := req.(type) {
+			case *mcp.ReadResourceRequest:
+				v := p.view.Load()
+				if r.Params == nil || v.resources[r.Params.URI] != nil {
+					break
+				}
+				if _, ok := v.matchTemplate(r.Params.URI); ok {
+					break
+				}
+				if route, ok := routeURI(v, r.Params.URI, false); ok {
+					return pt.readResource(ctx, r, route.server, route.orig, r.Params.URI)
+				}
+			case *mcp.GetPromptRequest:
+				v := p.view.Load()
+				if r.Params == nil || v.prompts[r.Params.Name] != nil {
+					break
+				}
+				if server, orig, ok := routePrompt(v, r.Params.Name); ok {
+					return pt.getPrompt(server, orig, r.Params.Name)(ctx, r)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
 // subscriptions counts clients subscribed to each resource of a server
 // connection, so that the server sees one subscription per resource and
 // connection, and its unsubscribe only when the last client leaves.
@@ -218,8 +253,8 @@ func subKey(server string, client upstream.ClientID, uri string) string {
 // subscribe is the profile's SubscribeHandler; nil when stateless, so
 // that the SDK neither advertises subscriptions nor accepts one whose
 // updates could never reach the client.
-func (a *Aggregator) subscribe(p *profile) func(context.Context, *mcp.SubscribeRequest) error {
-	if a.stateless {
+func (pt *passThrough) subscribe(p *profile) func(context.Context, *mcp.SubscribeRequest) error {
+	if pt.stateless {
 		return nil
 	}
 	return func(ctx context.Context, req *mcp.SubscribeRequest) error {
@@ -228,29 +263,29 @@ func (a *Aggregator) subscribe(p *profile) func(context.Context, *mcp.SubscribeR
 			return mcp.ResourceNotFoundError(req.Params.URI)
 		}
 		server, orig := route.server, route.orig
-		srv, err := a.server(server)
+		srv, err := pt.server(server)
 		if err != nil {
 			return err
 		}
 		if !srv.Features().Subscribe {
 			return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("server %q does not support resource subscriptions", server)}
 		}
-		r := a.request(ctx, srv, req.Session, "")
+		r := pt.request(ctx, srv, req.Session, "")
 		key := subKey(server, r.Client, orig)
-		a.subs.mu.Lock()
-		defer a.subs.mu.Unlock()
-		if a.subs.n[key] == 0 {
+		pt.subs.mu.Lock()
+		defer pt.subs.mu.Unlock()
+		if pt.subs.n[key] == 0 {
 			if err := srv.Subscribe(ctx, r, orig); err != nil {
 				return mapRPCError(rpcError("subscribing to "+orig, server, err), orig, req.Params.URI)
 			}
 		}
-		a.subs.n[key]++
+		pt.subs.n[key]++
 		return nil
 	}
 }
 
-func (a *Aggregator) unsubscribe(p *profile) func(context.Context, *mcp.UnsubscribeRequest) error {
-	if a.stateless {
+func (pt *passThrough) unsubscribe(p *profile) func(context.Context, *mcp.UnsubscribeRequest) error {
+	if pt.stateless {
 		return nil
 	}
 	return func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
@@ -259,20 +294,20 @@ func (a *Aggregator) unsubscribe(p *profile) func(context.Context, *mcp.Unsubscr
 			return nil
 		}
 		server, orig := route.server, route.orig
-		srv, err := a.server(server)
+		srv, err := pt.server(server)
 		if err != nil {
 			return nil
 		}
-		r := a.request(ctx, srv, req.Session, "")
+		r := pt.request(ctx, srv, req.Session, "")
 		key := subKey(server, r.Client, orig)
-		a.subs.mu.Lock()
-		defer a.subs.mu.Unlock()
-		if a.subs.n[key] == 0 {
+		pt.subs.mu.Lock()
+		defer pt.subs.mu.Unlock()
+		if pt.subs.n[key] == 0 {
 			return nil
 		}
-		a.subs.n[key]--
-		if a.subs.n[key] == 0 {
-			delete(a.subs.n, key)
+		pt.subs.n[key]--
+		if pt.subs.n[key] == 0 {
+			delete(pt.subs.n, key)
 			if err := srv.Unsubscribe(ctx, r, orig); err != nil {
 				return mapRPCError(rpcError("unsubscribing from "+orig, server, err), orig, req.Params.URI)
 			}
@@ -281,16 +316,10 @@ func (a *Aggregator) unsubscribe(p *profile) func(context.Context, *mcp.Unsubscr
 	}
 }
 
-// ResourceUpdated passes a server's notifications/resources/updated to the
+// resourceUpdated passes a server's notifications/resources/updated to the
 // clients subscribed to that resource, under its exposed URI.
-func (a *Aggregator) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
-	a.mu.Lock()
-	profiles := make([]*profile, 0, len(a.profiles))
-	for _, pr := range a.profiles {
-		profiles = append(profiles, pr)
-	}
-	a.mu.Unlock()
-	for _, pr := range profiles {
+func (pt *passThrough) resourceUpdated(server string, p *mcp.ResourceUpdatedNotificationParams) {
+	for _, pr := range pt.profiles() {
 		v := pr.view.Load()
 		if !v.hasServer(server) {
 			continue
@@ -313,18 +342,12 @@ func (a *Aggregator) ResourceUpdated(server string, p *mcp.ResourceUpdatedNotifi
 	}
 }
 
-// BroadcastLog sends a server-wide log message (one sent while none of its
+// broadcastLog sends a server-wide log message (one sent while none of its
 // clients' requests ran) to every client session that can see the server.
 //
 //lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes the servers' log messages to its clients.
-func (a *Aggregator) BroadcastLog(server string, p *mcp.LoggingMessageParams) {
-	a.mu.Lock()
-	profiles := make([]*profile, 0, len(a.profiles))
-	for _, pr := range a.profiles {
-		profiles = append(profiles, pr)
-	}
-	a.mu.Unlock()
-	for _, pr := range profiles {
+func (pt *passThrough) broadcastLog(server string, p *mcp.LoggingMessageParams) {
+	for _, pr := range pt.profiles() {
 		if !pr.view.Load().hasServer(server) {
 			continue
 		}
@@ -339,18 +362,18 @@ func (a *Aggregator) BroadcastLog(server string, p *mcp.LoggingMessageParams) {
 // prompt or resource template it refers to, and answers with the server's
 // result as it sent it (its "hasMore": false too, which the go-sdk's types
 // drop).
-func (a *Aggregator) completeMiddleware(p *profile) mcp.Middleware {
+func (pt *passThrough) completeMiddleware(p *profile) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CompleteRequest); ok && r.Params != nil {
-				return a.complete(ctx, p, r)
+				return pt.complete(ctx, p, r)
 			}
 			return next(ctx, method, req)
 		}
 	}
 }
 
-func (a *Aggregator) complete(ctx context.Context, p *profile, req *mcp.CompleteRequest) (mcp.Result, error) {
+func (pt *passThrough) complete(ctx context.Context, p *profile, req *mcp.CompleteRequest) (mcp.Result, error) {
 	v := p.view.Load()
 	ref := req.Params.Ref
 	if ref == nil {
@@ -379,7 +402,7 @@ func (a *Aggregator) complete(ctx context.Context, p *profile, req *mcp.Complete
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", ref.Type)}
 	}
-	srv, err := a.server(server)
+	srv, err := pt.server(server)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +414,7 @@ func (a *Aggregator) complete(ctx context.Context, p *profile, req *mcp.Complete
 	params := *req.Params
 	params.Ref = &fwd
 	params.Meta = tracing.Inject(ctx, forwardMeta(req.Params.Meta, ""))
-	raw, err := srv.Complete(ctx, a.request(ctx, srv, req.Session, ""), &params)
+	raw, err := srv.Complete(ctx, pt.request(ctx, srv, req.Session, ""), &params)
 	if err != nil {
 		return nil, rpcError("completion", server, err)
 	}

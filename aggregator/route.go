@@ -1,11 +1,6 @@
 package aggregator
 
-import (
-	"context"
-	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
+import "strings"
 
 // Routing of URIs and prompt names that no server listed.
 //
@@ -143,39 +138,5 @@ func mapNames(msg, orig, exposed string) string {
 			b.WriteString(orig)
 		}
 		msg = msg[end:]
-	}
-}
-
-// unlistedMiddleware sends resources/read of a URI no server listed (nor
-// any template matches) and prompts/get of an unknown prompt to the server
-// they belong to (routeURI, routePrompt), which the SDK would answer itself
-// with an error of its own; the server's answer, or its error with the
-// names mapped back, is what the client gets.
-func (a *Aggregator) unlistedMiddleware(p *profile) mcp.Middleware {
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			switch r := req.(type) {
-			case *mcp.ReadResourceRequest:
-				v := p.view.Load()
-				if r.Params == nil || v.resources[r.Params.URI] != nil {
-					break
-				}
-				if _, ok := v.matchTemplate(r.Params.URI); ok {
-					break
-				}
-				if route, ok := routeURI(v, r.Params.URI, false); ok {
-					return a.readResource(ctx, r, route.server, route.orig, r.Params.URI)
-				}
-			case *mcp.GetPromptRequest:
-				v := p.view.Load()
-				if r.Params == nil || v.prompts[r.Params.Name] != nil {
-					break
-				}
-				if server, orig, ok := routePrompt(v, r.Params.Name); ok {
-					return a.getPrompt(server, orig, r.Params.Name)(ctx, r)
-				}
-			}
-			return next(ctx, method, req)
-		}
 	}
 }

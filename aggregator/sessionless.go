@@ -123,31 +123,6 @@ func mrtrRetryOf(req mcp.Request) (mrtrRetry, bool) {
 	return mrtrRetry{}, false
 }
 
-// clientFeatures are the capabilities a request's client declared: in the
-// request's _meta on the sessionless protocol, else in the session's
-// initialize.
-func clientFeatures(ctx context.Context, ss *mcp.ServerSession) upstream.ClientFeatures {
-	if f, ok := ctx.Value(requestFeaturesKey{}).(upstream.ClientFeatures); ok {
-		return f
-	}
-	return sessionFeatures(ss)
-}
-
-// clientInfo is who a request's client says it is: in the request's _meta
-// on the sessionless protocol, else in the session's initialize; a 2026
-// server sees it in each request (upstream.Request.ClientInfo).
-func clientInfo(ctx context.Context, ss *mcp.ServerSession) *mcp.Implementation {
-	if info, ok := ctx.Value(requestClientKey{}).(*mcp.Implementation); ok {
-		return info
-	}
-	if ss != nil {
-		if ip := ss.InitializeParams(); ip != nil {
-			return ip.ClientInfo
-		}
-	}
-	return nil
-}
-
 // A sessionlessResult is a result mcpmux encodes itself; marked, it
 // carries what every result of the sessionless protocol must.
 type sessionlessResult interface{ markSessionless() }

@@ -37,10 +37,10 @@ type fetcher struct {
 }
 
 func newFetcher(o *Options) *fetcher {
-	g := guard{allowPrivate: o.AllowPrivateNetworks}
+	g := dialPolicy{allowPrivate: o.AllowPrivateNetworks}
 	dialer := &net.Dialer{Control: g.control, KeepAlive: 30 * time.Second}
 	transport := &http.Transport{
-		// No proxy, not even from the environment: the guard checks the
+		// No proxy, not even from the environment: the dial policy checks the
 		// address dialed, and through a proxy that would be the proxy's,
 		// not the target's.
 		Proxy:                  nil,

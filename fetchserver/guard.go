@@ -14,7 +14,7 @@ import (
 // out credentials) or a service on the host's private network.
 //
 // The authoritative check runs at dial time on the resolved address
-// (guard.control), so a hostname that resolves to a refused address, a
+// (dialPolicy.control), so a hostname that resolves to a refused address, a
 // DNS answer that changes between two lookups (rebinding), and every hop of
 // a redirect chain are all caught. checkURL checks names and literal
 // addresses before any lookup, only to fail early with a clearer message.
@@ -211,12 +211,13 @@ func checkURL(u *url.URL, allowPrivate bool) error {
 	return nil
 }
 
-// guard enforces the policy on every connection the HTTP client makes.
-type guard struct{ allowPrivate bool }
+// dialPolicy enforces the policy on every connection the HTTP client
+// makes.
+type dialPolicy struct{ allowPrivate bool }
 
 // control is a net.Dialer Control function: it runs after the name was
 // resolved and before the connection is made, with the address dialed.
-func (g guard) control(network, address string, _ syscall.RawConn) error {
+func (g dialPolicy) control(network, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		// Dialer always passes a resolved ip:port; refuse anything else.

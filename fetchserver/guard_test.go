@@ -82,9 +82,9 @@ func TestCheckAddr(t *testing.T) {
 	}
 }
 
-func TestGuardControl(t *testing.T) {
+func TestDialPolicyControl(t *testing.T) {
 	// What the dialer passes after resolving a name.
-	g := guard{allowPrivate: false}
+	g := dialPolicy{allowPrivate: false}
 	var refused *refusedError
 	if err := g.control("tcp4", "127.0.0.1:8080", nil); !errors.As(err, &refused) || !refused.private {
 		t.Errorf("control(127.0.0.1) = %v, want a private refusal", err)
@@ -95,7 +95,7 @@ func TestGuardControl(t *testing.T) {
 	if err := g.control("tcp4", "1.1.1.1:443", nil); err != nil {
 		t.Errorf("control(1.1.1.1) = %v, want nil", err)
 	}
-	if err := (guard{allowPrivate: true}).control("tcp4", "169.254.169.254:80", nil); err == nil {
+	if err := (dialPolicy{allowPrivate: true}).control("tcp4", "169.254.169.254:80", nil); err == nil {
 		t.Error("control(169.254.169.254) with private networks allowed = nil, want a refusal")
 	}
 }

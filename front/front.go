@@ -3,7 +3,7 @@
 // routes besides MCP. As the go-sdk keeps mcp.Server apart from
 // mcp.StreamableHTTPHandler, mcpmux keeps the engine apart from this:
 //
-//   - the checks of every request (guard): Origin, Host against DNS
+//   - the checks of every request (checkRequests): Origin, Host against DNS
 //     rebinding, bearer tokens (tokens.go), the body's size and read time
 //     (bodylimit.go);
 //   - client sessions: max_sessions, session_timeout, and refusing new
@@ -134,13 +134,13 @@ func New(opts *Options) *Front {
 	if f.metrics != nil {
 		mux.Handle("GET /metrics", f.metrics.Handler())
 	}
-	f.routes = f.guard(mux)
+	f.routes = f.checkRequests(mux)
 	return f
 }
 
 // ServeHTTP serves the default profile at /mcp, each profile at
 // /mcp/{profile}, the engine's health at /healthz and Prometheus metrics
-// at /metrics (behind the token, as /mcp: see guard).
+// at /metrics (behind the token, as /mcp: see checkRequests).
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) { f.routes.ServeHTTP(w, r) }
 
 // Reload applies the settings of a reload: it reads the token file again
@@ -179,14 +179,14 @@ func eventStoreBytes(s *config.Settings) int {
 	return int(max(2*int64(s.MaxResultBytes), 4<<20))
 }
 
-// guard puts the checks every request passes in front of the routes:
+// checkRequests puts the checks every request passes in front of the routes:
 // Origin first, so that a foreign page learns nothing, not even whether it
 // would need a token; then the Host, against DNS rebinding, on every path
 // (the go-sdk checks it on the profiles' handlers only, and a page whose
 // name was rebound to 127.0.0.1 must not read /metrics, nor learn the
 // profile names from a 404); then the token, for everything but /healthz,
 // which stays open for probes (it shows states, with secrets masked).
-func (f *Front) guard(routes http.Handler) http.Handler {
+func (f *Front) checkRequests(routes http.Handler) http.Handler {
 	authed := requireToken(f.tokens, routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		settings := f.engine.Settings()

@@ -85,13 +85,11 @@ type hooks struct {
 // sent it: a raw request (raw.go), whose result is neither decoded nor
 // re-encoded on its way to the client. Errors are of the types in
 // errors.go or the context's error; a tool's own failure is a result with
-// isError.
+// isError. The arguments go as given: the aggregator, which checks a
+// client's, makes absent or null ones {} (aggregator.callArguments).
 func (s *Server) CallTool(ctx context.Context, p CallParams) (json.RawMessage, error) {
 	return run(ctx, s, p.Request, hooks{p.Progress, p.StreamClosed}, func(ctx context.Context, c *conn, token string) (json.RawMessage, error) {
 		params := *p.Params
-		if params.Arguments == nil {
-			params.Arguments = json.RawMessage("{}") // TypeScript servers reject "arguments": null
-		}
 		if p.Progress != nil {
 			params.Meta = withProgressToken(params.Meta, token)
 		}
