@@ -30,6 +30,11 @@ func runMCPGo(ctx context.Context, t target, version string) (map[string]string,
 			return nil, err
 		}
 		c = mgclient.NewClient(tr)
+		// Start (a no-op for the started transport) sets the client's
+		// notification handler: without it no progress is seen.
+		if err := c.Start(ctx); err != nil {
+			return nil, err
+		}
 	}
 	defer c.Close()
 	var progress atomic.Int64
