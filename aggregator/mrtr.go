@@ -106,10 +106,12 @@ func (pc *parkedCall) attach(ctx context.Context, req mcp.Request) (detach func(
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
 	pc.waiter = w
-	held := pc.held
-	pc.held = nil
-	for _, f := range held {
-		f(w)
+	if w.ss != nil {
+		held := pc.held
+		pc.held = nil
+		for _, f := range held {
+			f(w)
+		}
 	}
 	return func() {
 		pc.wmu.Lock()
