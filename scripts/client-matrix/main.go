@@ -161,7 +161,11 @@ func main() {
 	}
 	fmt.Printf("\n%d operations compared, %d differ\n", total, differ)
 	if latestTotal > 0 {
-		fmt.Printf("latest protocol (2026-07-28 through mcpmux, 2025-11-25 directly: what differs by era is expected, see docs/clients.md): %d operations, %d differ\n", latestTotal, latestDiffer)
+		era := "2026-07-28 through mcpmux, 2025-11-25 directly: what differs by era is expected, see docs/clients.md"
+		if *self {
+			era = "2025-11-25 both ways: server-everything has nothing newer"
+		}
+		fmt.Printf("latest protocol (%s): %d operations, %d differ\n", era, latestTotal, latestDiffer)
 	}
 }
 
