@@ -397,9 +397,9 @@ func cancelByClosing(t *testing.T, url, tool string) {
 // trigger-long-running-operation: 3 steps in a second) with a progress
 // token from a go-sdk client with its default capabilities (roots
 // included) and protocol (2026-07-28 where the server speaks it), and
-// returns how many progress notifications the client got, waiting up to
-// a few seconds after the answer for all 3 (the go-sdk hands the answer
-// to its caller while the notifications before it may still be queued).
+// returns how many progress notifications the client got, waiting after
+// the answer for all 3 (the go-sdk hands the answer to its caller while
+// the notifications before it may still be queued).
 func goSDKProgress(t *testing.T, url, tool string) int {
 	t.Helper()
 	ctx := testContext(t)
@@ -424,12 +424,13 @@ func goSDKProgress(t *testing.T, url, tool string) int {
 	if err != nil || res.IsError {
 		t.Fatalf("%s at %s: %v %+v", tool, url, err, res)
 	}
+	// All 3 come, or the wait fails the test with the count it got: a
+	// lost notification is what this counts, and only a lost one can
+	// make it wait long.
 	count := func() int { mu.Lock(); defer mu.Unlock(); return got }
-	for deadline := time.Now().Add(3 * time.Second); count() < 3 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Logf("%s: protocol %s, %d retries with input, %d progress notifications", url, cs.InitializeResult().ProtocolVersion, retried.n.Load(), count())
-	return count()
+	n := testkit.Await(t, fmt.Sprintf("the 3 progress notifications of %s at %s", tool, url), count, func(n int) bool { return n >= 3 })
+	t.Logf("%s: protocol %s, %d retries with input, %d progress notifications", url, cs.InitializeResult().ProtocolVersion, retried.n.Load(), n)
+	return n
 }
 
 // retryCounter counts the requests that carry a requestState: the
