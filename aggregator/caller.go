@@ -180,6 +180,12 @@ func (c *sessionCaller) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (
 // Log sends a server's log message to the client, at or above the level
 // the client set with logging/setLevel (none before it sets one).
 func (c *sessionCaller) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
+	if pc := parkedFrom(c.ctx); pc != nil {
+		// On the stream of the request waiting on the call, at its level
+		// (see progressTo).
+		pc.notify(func(w *parkWaiter) { _ = w.ss.Log(w.ctx, p) })
+		return
+	}
 	_ = c.ss.Log(c.reqCtx(ctx), p)
 }
 

@@ -112,6 +112,23 @@ func progressTo(ctx context.Context, c *toolCall) func(context.Context, *mcp.Pro
 	}
 	ss := c.session
 	augmented := len(c.mcpTask) > 0
+	if pc := parkedFrom(ctx); pc != nil && !augmented {
+		// A 2026-07-28 client's call, run detached from its requests
+		// (mrtr.go): its progress goes to the request waiting on it now,
+		// the retry once the first was answered with a question, under
+		// that request's own token; while the call waits for the retry,
+		// it is held for it.
+		return func(_ context.Context, p *mcp.ProgressNotificationParams) {
+			pc.notify(func(w *parkWaiter) {
+				if w.token == nil {
+					return // the request asked for no progress
+				}
+				_ = w.ss.NotifyProgress(w.ctx, &mcp.ProgressNotificationParams{
+					Meta: p.Meta, ProgressToken: w.token, Progress: p.Progress, Total: p.Total, Message: p.Message,
+				})
+			})
+		}
+	}
 	return func(_ context.Context, p *mcp.ProgressNotificationParams) {
 		// The client request's context routes the notification to its
 		// response stream. upstream holds the answer until the progress

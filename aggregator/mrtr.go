@@ -68,6 +68,75 @@ type parkedCall struct {
 	pending map[string]chan mcp.InputResponse // questions asked, by key
 	timer   *time.Timer                       // runs while parked
 	ended   error                             // why it was given up
+
+	// What the call's server sends its client during the call (progress,
+	// log messages) goes on the stream of the request that waits on the
+	// call: the first, then each retry. The first request's stream ends
+	// with the question it is answered; what comes while the call is
+	// parked is held for the retry (see notify).
+	wmu    sync.Mutex
+	waiter *parkWaiter           // nil while parked
+	held   []func(w *parkWaiter) // sent to the next waiter
+}
+
+// A parkWaiter is a request waiting on a parked call: its context (which
+// routes a notification to its response stream, and carries its log
+// level), its session and its progress token (nil: it asked for none).
+type parkWaiter struct {
+	ctx   context.Context
+	ss    *mcp.ServerSession
+	token any
+}
+
+// maxHeld bounds the notifications held for a parked call's retry; past
+// it the oldest are dropped (progress is cumulative: the last one says
+// as much).
+const maxHeld = 100
+
+// attach makes req the request that waits on pc, sends it what was held
+// for it, and returns the function that ends its wait.
+func (pc *parkedCall) attach(ctx context.Context, req mcp.Request) (detach func()) {
+	w := &parkWaiter{ctx: ctx}
+	if req != nil {
+		w.ss, _ = req.GetSession().(*mcp.ServerSession)
+		if p, ok := req.GetParams().(mcp.RequestParams); ok && p != nil {
+			w.token = p.GetProgressToken()
+		}
+	}
+	pc.wmu.Lock()
+	defer pc.wmu.Unlock()
+	pc.waiter = w
+	if w.ss != nil {
+		held := pc.held
+		pc.held = nil
+		for _, f := range held {
+			f(w)
+		}
+	}
+	return func() {
+		pc.wmu.Lock()
+		if pc.waiter == w {
+			pc.waiter = nil
+		}
+		pc.wmu.Unlock()
+	}
+}
+
+// notify sends the client of pc a notification of its server's, on the
+// stream of the request that waits on the call, or holds it for the next
+// request while the call is parked. Sent in order: the answer a call's
+// server gives after a notification reaches the waiting request after it.
+func (pc *parkedCall) notify(f func(w *parkWaiter)) {
+	pc.wmu.Lock()
+	defer pc.wmu.Unlock()
+	if w := pc.waiter; w != nil && w.ctx.Err() == nil && w.ss != nil {
+		f(w)
+		return
+	}
+	if len(pc.held) >= maxHeld {
+		pc.held = pc.held[1:]
+	}
+	pc.held = append(pc.held, f)
 }
 
 // A parkedEvent is what a running call tells the request waiting on it.
@@ -127,7 +196,7 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 		}
 		// Running again: a second retry with this state finds nothing.
 		pk.forget(pc)
-		return a.awaitParked(ctx, pc)
+		return a.awaitParked(ctx, pc, req)
 	}
 	id := rand.Text()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -143,14 +212,16 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 		case <-pc.done: // given up: nobody is left to tell
 		}
 	}()
-	return a.awaitParked(ctx, pc)
+	return a.awaitParked(ctx, pc, req)
 }
 
 // awaitParked waits for pc's next event: its result, which is the
 // request's; or a question, which parks it and is answered as an
-// InputRequiredResult. A request that ends meanwhile ends the call.
-func (a *Aggregator) awaitParked(ctx context.Context, pc *parkedCall) (mcp.Result, error) {
+// InputRequiredResult. A request that ends meanwhile ends the call. What
+// the call's server sends meanwhile goes to req's stream (notify).
+func (a *Aggregator) awaitParked(ctx context.Context, pc *parkedCall, req mcp.Request) (mcp.Result, error) {
 	pk := a.parked
+	defer pc.attach(ctx, req)()
 	select {
 	case ev := <-pc.events:
 		if ev.key == "" {

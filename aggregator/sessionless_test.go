@@ -1,13 +1,17 @@
 package aggregator
 
+//lint:file-ignore SA1019 a go-sdk client of 2026-07-28 still sets a level with the removed logging/setLevel, which mcpmux answers (docs/protocol.md).
+
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,6 +234,92 @@ func TestSessionlessClientAnswersAServersElicitation(t *testing.T) {
 		}
 		if res := call(t, cs, "asker__ask", nil); res.IsError || text(res) != "hello Ada (accept)" {
 			t.Errorf("%s: %+v %q, want the server's answer after the elicitation", name, res, text(res))
+		}
+	}
+}
+
+// The progress of a 2026-07-28 client's call that its server parks with a
+// question midway reaches the client whole, with the log messages sent
+// around it: what comes before the question on the first request's
+// stream, what comes after on the retry's (it was sent to the first
+// request's ended stream: the client matrix counted 1 of 3).
+func TestParkedCallProgressReachesTheRetry(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		step := func(n float64) {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: n, Total: 3})
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: fmt.Sprint("step ", n)})
+		}
+		step(1)
+		if _, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object"}}); err != nil {
+			return nil, err
+		}
+		step(2)
+		step(3)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{"asker": s}, pinned2025("asker"))
+	for _, over := range []string{"http", "stdio"} {
+		var mu sync.Mutex
+		var progress []float64
+		var logs []string
+		opts := &mcp.ClientOptions{
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+			},
+			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				mu.Lock()
+				progress = append(progress, req.Params.Progress)
+				mu.Unlock()
+			},
+			LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+				mu.Lock()
+				logs = append(logs, fmt.Sprint(req.Params.Data))
+				mu.Unlock()
+			},
+		}
+		var cs *mcp.ClientSession
+		if over == "http" {
+			var err error
+			// Named (X-Task-Id), for mcpmux to keep the level it sets.
+			named := &http.Client{Transport: headerTransport{http.Header{"X-Task-Id": {"progress"}}}}
+			if cs, err = mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, opts).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", HTTPClient: named, MaxRetries: -1}, nil); err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+		} else {
+			cs = stdioSDKClient(t, h.agg, DefaultProfile, opts, "")
+		}
+		// A 2025-11-25 server logs at the level its connection was set
+		// (docs/protocol.md): the one the client sets.
+		if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			t.Fatalf("%s: logging/setLevel: %v", over, err)
+		}
+		params := &mcp.CallToolParams{Name: "asker__ask", Arguments: map[string]any{}}
+		params.SetProgressToken("p")
+		res, err := cs.CallTool(context.Background(), params)
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", over, err, res)
+		}
+		// The go-sdk client hands the answer over while the notifications
+		// before it may still wait for their handlers.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			got, gotLogs := slices.Clone(progress), slices.Clone(logs)
+			mu.Unlock()
+			if len(got) >= 3 && len(gotLogs) >= 3 || time.Now().After(deadline) {
+				slices.Sort(got)
+				slices.Sort(gotLogs)
+				if !slices.Equal(got, []float64{1, 2, 3}) {
+					t.Errorf("%s: the client got progress %v, want 1, 2 and 3", over, got)
+				}
+				if !slices.Equal(gotLogs, []string{"step 1", "step 2", "step 3"}) {
+					t.Errorf("%s: the client got log messages %q, want the 3 steps'", over, gotLogs)
+				}
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }

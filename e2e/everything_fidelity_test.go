@@ -6,14 +6,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/internal/testkit"
 )
@@ -102,6 +107,15 @@ func TestServerEverythingFidelity(t *testing.T) {
 			}
 			if !shared {
 				compareAnswers(t, sessionAnswers(t, directURL, ""), sessionAnswers(t, viaURL, "x__"))
+			}
+			// A go-sdk client's progress: directly (2025-11-25) every
+			// step's; through mcpmux (2026-07-28) as many, when the call
+			// is parked midway for the roots the server asks of a new
+			// connection and resumed by the client's retry (the client
+			// matrix counted 1 of 3: what came after the question was
+			// sent to the first request's ended stream).
+			if d, v := goSDKProgress(t, directURL, "trigger-long-running-operation"), goSDKProgress(t, viaURL, "x__trigger-long-running-operation"); v != d {
+				t.Errorf("a go-sdk client got %d progress notifications of trigger-long-running-operation through mcpmux, %d directly", v, d)
 			}
 			// 5. A client of MCP 2026-07-28 cancels a call by closing its
 			// stream: the server's call is cancelled with it, long before
@@ -377,6 +391,62 @@ func cancelByClosing(t *testing.T, url, tool string) {
 		}
 	}
 	t.Fatalf("no progress on the 2026-07-28 call's stream (HTTP %d): %v", resp.StatusCode, sc.Err())
+}
+
+// goSDKProgress calls tool (server-everything's
+// trigger-long-running-operation: 3 steps in a second) with a progress
+// token from a go-sdk client with its default capabilities (roots
+// included) and protocol (2026-07-28 where the server speaks it), and
+// returns how many progress notifications the client got, waiting after
+// the answer for all 3 (the go-sdk hands the answer to its caller while
+// the notifications before it may still be queued).
+func goSDKProgress(t *testing.T, url, tool string) int {
+	t.Helper()
+	ctx := testContext(t)
+	var mu sync.Mutex
+	got := 0
+	c := mcp.NewClient(&mcp.Implementation{Name: "e2e-progress", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got++
+			mu.Unlock()
+		},
+	})
+	retried := &retryCounter{}
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: retried}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"duration": 1, "steps": 3}}
+	params.SetProgressToken("steps")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("%s at %s: %v %+v", tool, url, err, res)
+	}
+	// All 3 come, or the wait fails the test with the count it got: a
+	// lost notification is what this counts, and only a lost one can
+	// make it wait long.
+	count := func() int { mu.Lock(); defer mu.Unlock(); return got }
+	n := testkit.Await(t, fmt.Sprintf("the 3 progress notifications of %s at %s", tool, url), count, func(n int) bool { return n >= 3 })
+	t.Logf("%s: protocol %s, %d retries with input, %d progress notifications", url, cs.InitializeResult().ProtocolVersion, retried.n.Load(), n)
+	return n
+}
+
+// retryCounter counts the requests that carry a requestState: the
+// retries of a call answered with a question (MRTR).
+type retryCounter struct{ n atomic.Int64 }
+
+func (r *retryCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.GetBody != nil {
+		if b, err := req.GetBody(); err == nil {
+			body, _ := io.ReadAll(b)
+			if bytes.Contains(body, []byte(`"requestState"`)) {
+				r.n.Add(1)
+			}
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
 }
 
 // rootsAtStart reports whether the server asked c, a client that declared

@@ -34,6 +34,8 @@ try {
   let progress = 0;
   await run('tools/call trigger-long-running-operation', async () => {
     const r = await client.callTool({ name: 'trigger-long-running-operation', arguments: ops.longRunning }, undefined, { onprogress: () => progress++ });
+    // What arrived is compared, not when its handler ran (see settleProgress in scripts/client-matrix).
+    for (const end = Date.now() + 2000; progress < ops.longRunning.steps && Date.now() < end;) await new Promise(r => setTimeout(r, 10));
     return `${content(r)}; progress ${progress}`;
   });
   for (const p of ops.prompts) await run('prompts/get ' + p.name, async () =>

@@ -14,7 +14,7 @@ import (
 	mg "github.com/mark3labs/mcp-go/mcp"
 )
 
-func runMCPGo(ctx context.Context, t target) (map[string]string, error) {
+func runMCPGo(ctx context.Context, t target, version string) (map[string]string, error) {
 	var c *mgclient.Client
 	if t.url != "" {
 		var err error
@@ -30,6 +30,11 @@ func runMCPGo(ctx context.Context, t target) (map[string]string, error) {
 			return nil, err
 		}
 		c = mgclient.NewClient(tr)
+		// Start (a no-op for the started transport) sets the client's
+		// notification handler: without it no progress is seen.
+		if err := c.Start(ctx); err != nil {
+			return nil, err
+		}
 	}
 	defer c.Close()
 	var progress atomic.Int64
@@ -40,6 +45,7 @@ func runMCPGo(ctx context.Context, t target) (map[string]string, error) {
 	})
 	init := mg.InitializeRequest{}
 	init.Params.ClientInfo = mg.Implementation{Name: "client-matrix", Version: "1"}
+	init.Params.ProtocolVersion = version // "": the newest it has, 2026-07-28 first
 	ir, err := c.Initialize(ctx, init)
 	if err != nil {
 		return nil, err
@@ -81,7 +87,7 @@ func runMCPGo(ctx context.Context, t target) (map[string]string, error) {
 	req.Params.Name, req.Params.Arguments = "trigger-long-running-operation", longRunning
 	req.Params.Meta = &mg.Meta{ProgressToken: "matrix"}
 	res, err := c.CallTool(ctx, req)
-	o.set("tools/call trigger-long-running-operation", fmt.Sprintf("%s; progress %d", mgContent(res), progress.Load()), err)
+	o.set("tools/call trigger-long-running-operation", fmt.Sprintf("%s; progress %d", mgContent(res), settleProgress(progress.Load, steps())), err)
 	for _, p := range prompts {
 		req := mg.GetPromptRequest{}
 		req.Params.Name, req.Params.Arguments = p.name, p.args

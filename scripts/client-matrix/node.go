@@ -12,7 +12,7 @@ import (
 )
 
 // runTSSDK runs e2e/clients/matrix-ts1.mjs, the TypeScript SDK 1.x client.
-func runTSSDK(ctx context.Context, t target) (map[string]string, error) {
+func runTSSDK(ctx context.Context, t target, _ string) (map[string]string, error) {
 	ops, _ := json.Marshal(map[string]any{"calls": callsJSON(), "prompts": promptsJSON(), "reads": reads, "longRunning": longRunning})
 	args := []string{filepath.Join(repo, "e2e", "clients", "matrix-ts1.mjs")}
 	if t.url != "" {
@@ -69,7 +69,7 @@ func lastLine(b []byte) []byte {
 
 // runInspector runs the Inspector CLI once per operation it has (it
 // connects, runs one method and exits).
-func runInspector(ctx context.Context, t target) (map[string]string, error) {
+func runInspector(ctx context.Context, t target, _ string) (map[string]string, error) {
 	o := outcomes{}
 	inspect := func(op string, reduce func(map[string]any) string, args ...string) {
 		// A URL goes first: --tool-arg takes every word after it up to
