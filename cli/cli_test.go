@@ -309,11 +309,11 @@ func TestReplicaFlags(t *testing.T) {
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
-		log, err := f.logger(&logged)
+		log, mask, err := f.logger(&logged)
 		if err != nil {
 			t.Fatal(err)
 		}
-		set, err := f.replicaSet(log)
+		set, err := f.replicaSet(log, mask)
 		switch {
 		case c.wantErr != "":
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {

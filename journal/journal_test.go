@@ -241,7 +241,7 @@ func TestSecretsAreMasked(t *testing.T) {
 	m := &logs.Masker{}
 	m.Add("sk-live-123456", "true", `back\`)
 	dir := t.TempDir()
-	j := New(&Options{Log: logs.Masked(slog.New(slog.DiscardHandler), m)})
+	j := New(&Options{Log: logs.Masked(slog.New(slog.DiscardHandler), m), Mask: m})
 	j.Configure(dir, 1<<20)
 	c := j.Begin(Start{Task: "t", Tool: "x", Client: &Client{Name: "sk-live-123456"}, Arguments: json.RawMessage(`{"key":"sk-live-123456","ok":true,"p":"a\\back\\\"q"}`)})
 	c.Answered("x", json.RawMessage(`{"key":"sk-live-123456"}`), EncodeResult(text("your key is sk-live-123456")), false)
