@@ -319,15 +319,21 @@ func methods(notes []json.RawMessage, want ...string) []string {
 // noteCame reports whether c was sent a notification of method, waiting
 // for it up to half the test's timeout.
 func noteCame(c *rawClient, method string) bool {
-	for deadline := time.Now().Add(testTimeout / 2); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	return testkit.Holds(testTimeout/2, func() bool {
 		c.mu.Lock()
-		came := len(methods(c.notes, method)) > 0
-		c.mu.Unlock()
-		if came {
-			return true
-		}
-	}
-	return false
+		defer c.mu.Unlock()
+		return len(methods(c.notes, method)) > 0
+	})
+}
+
+// serverAsked reports whether the server sent c a request of method,
+// waiting for it up to half the test's timeout.
+func serverAsked(c *rawClient, method string) bool {
+	return testkit.Holds(testTimeout/2, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(methods(c.asked, method)) > 0
+	})
 }
 
 // waitNotification waits for a notification that mentions s.
@@ -383,19 +389,11 @@ func cancelByClosing(t *testing.T, url, tool string) {
 // roots, for them after its initialization and before its first request
 // (9: server-everything asks 350 ms after notifications/initialized;
 // through mcpmux its per-client connection is opened as the client
-// initializes, and asks then too). It waits for the request, up to the
-// test's timeout: without it, the server asks only in the first call.
+// initializes, and asks then too). It waits for the request, up to half
+// the test's timeout: without it, the server asks only in the first call.
 func rootsAtStart(t *testing.T, c *rawClient) []answer {
 	t.Helper()
-	asked := false
-	for deadline := time.Now().Add(testTimeout / 2); !asked && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		c.mu.Lock()
-		for _, r := range c.asked {
-			asked = asked || strings.Contains(string(r), `"roots/list"`)
-		}
-		c.mu.Unlock()
-	}
-	return []answer{{"roots/list asked before the first request", mustMarshal(asked)}}
+	return []answer{{"roots/list asked before the first request", mustMarshal(serverAsked(c, "roots/list"))}}
 }
 
 // rootsAfterChange changes the root of c, a client that declared roots
@@ -407,13 +405,5 @@ func rootsAfterChange(t *testing.T, c *rawClient) []answer {
 	t.Helper()
 	c.requests()
 	c.changeRoot("file:///tmp/changed")
-	asked := false
-	for deadline := time.Now().Add(testTimeout / 2); !asked && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		c.mu.Lock()
-		for _, r := range c.asked {
-			asked = asked || strings.Contains(string(r), `"roots/list"`)
-		}
-		c.mu.Unlock()
-	}
-	return []answer{{"roots/list asked again after notifications/roots/list_changed", mustMarshal(asked)}}
+	return []answer{{"roots/list asked again after notifications/roots/list_changed", mustMarshal(serverAsked(c, "roots/list"))}}
 }

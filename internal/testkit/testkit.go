@@ -35,14 +35,34 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 // it returns, and returns that; on timeout it fails t with the last one.
 func Await[T any](t testing.TB, what string, get func() T, ok func(T) bool) T {
 	t.Helper()
-	deadline := time.Now().Add(Patience)
+	v, held := poll(Patience, get, ok)
+	if !held {
+		t.Fatalf("timed out after %v waiting until %s; last: %+v", Patience, what, v)
+	}
+	return v
+}
+
+// Holds reports whether cond comes to hold within d, polling it as
+// Eventually does. It is for a test that records whether something
+// happens, to compare with another run (a server reached directly and
+// through mcpmux), where false is an answer and not a failure; where the
+// thing must happen, use Eventually.
+func Holds(d time.Duration, cond func() bool) bool {
+	_, held := poll(d, cond, func(ok bool) bool { return ok })
+	return held
+}
+
+// poll calls get until ok holds for what it returns, or d has passed; it
+// returns the last value and whether ok held for it.
+func poll[T any](d time.Duration, get func() T, ok func(T) bool) (T, bool) {
+	deadline := time.Now().Add(d)
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
 		v := get()
 		if ok(v) {
-			return v
+			return v, true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s; last: %+v", Patience, what, v)
+			return v, false
 		}
 		time.Sleep(pause)
 	}
