@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // rawSession is a Streamable HTTP session driven by hand, to see what the
@@ -151,15 +153,14 @@ func TestLongCallIsPrimedAndResumable(t *testing.T) {
 	// server has not yet noticed the dropped connection (409: the stream
 	// is still taken).
 	delay, _ := strconv.Atoi(retry.retry)
-	var resumed *http.Response
-	for attempt := 0; ; attempt++ {
-		time.Sleep(time.Duration(delay) * time.Millisecond)
-		resumed = s.resume(priming.id)
-		if resumed.StatusCode != http.StatusConflict || attempt == 10 {
-			break
+	resumed := testkit.Await(t, "the dropped stream can be resumed (no 409)", func() *http.Response {
+		time.Sleep(time.Duration(delay) * time.Millisecond) // the client's part: the retry field's wait
+		resp := s.resume(priming.id)
+		if resp.StatusCode == http.StatusConflict {
+			resp.Body.Close()
 		}
-		resumed.Body.Close()
-	}
+		return resp
+	}, func(resp *http.Response) bool { return resp.StatusCode != http.StatusConflict })
 	defer resumed.Body.Close()
 	if resumed.StatusCode != http.StatusOK {
 		t.Fatalf("GET with Last-Event-ID: %d %s", resumed.StatusCode, readAll(t, resumed.Body))
