@@ -151,3 +151,28 @@ func Post(t testing.TB, url, body string, header map[string]string) (*http.Respo
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
 }
+
+// Post2026 sends one request of MCP 2026-07-28 (no session) over HTTP,
+// with its Mcp-Method and Mcp-Name headers (name, if not empty: a tool's,
+// a prompt's, a task's id) and a client's own (hdr: its token, its task),
+// and returns the JSON-RPC message of the answer, of a JSON body or an
+// event stream.
+func Post2026(t testing.TB, url string, hdr http.Header, method, name string, params map[string]any) string {
+	t.Helper()
+	header := map[string]string{}
+	for k := range hdr {
+		header[k] = hdr.Get(k)
+	}
+	header["Mcp-Protocol-Version"] = "2026-07-28"
+	header["Mcp-Method"] = method
+	if name != "" {
+		header["Mcp-Name"] = name
+	}
+	_, body := Post(t, url, JSON(t, map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params}), header)
+	for l := range strings.SplitSeq(body, "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok {
+			return d
+		}
+	}
+	return body
+}
