@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -351,7 +349,9 @@ func waitNotification(t *testing.T, c *rawClient, s string) {
 // notification.
 func cancelByClosing(t *testing.T, url, tool string) {
 	t.Helper()
-	body := mustMarshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	resp := testkit.Open2026(ctx, t, url, nil, "tools/call", tool, map[string]any{
 		"name": tool, "arguments": map[string]any{"duration": 120, "steps": 120},
 		"_meta": map[string]any{
 			"progressToken": "close-me",
@@ -359,22 +359,7 @@ func cancelByClosing(t *testing.T, url, tool string) {
 			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		},
-	}})
-	ctx, cancel := context.WithCancel(testContext(t))
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {

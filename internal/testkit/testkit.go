@@ -3,8 +3,10 @@
 package testkit
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -159,20 +161,39 @@ func Post(t testing.TB, url, body string, header map[string]string) (*http.Respo
 // event stream.
 func Post2026(t testing.TB, url string, hdr http.Header, method, name string, params map[string]any) string {
 	t.Helper()
-	header := map[string]string{}
-	for k := range hdr {
-		header[k] = hdr.Get(k)
-	}
-	header["Mcp-Protocol-Version"] = "2026-07-28"
-	header["Mcp-Method"] = method
-	if name != "" {
-		header["Mcp-Name"] = name
-	}
-	_, body := Post(t, url, JSON(t, map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params}), header)
+	resp := Open2026(context.Background(), t, url, hdr, method, name, params)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body := string(b)
 	for l := range strings.SplitSeq(body, "\n") {
 		if d, ok := strings.CutPrefix(l, "data: "); ok {
 			return d
 		}
 	}
 	return body
+}
+
+// Open2026 sends what Post2026 does, for a test that reads the answer as
+// it comes (an event stream): it returns the response with its body open,
+// for the caller to close. ctx ends the request.
+func Open2026(ctx context.Context, t testing.TB, url string, hdr http.Header, method, name string, params map[string]any) *http.Response {
+	t.Helper()
+	body := JSON(t, map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(req.Header, hdr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
