@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mcpmux/mcpmux/rewrite"
 )
@@ -196,4 +197,26 @@ func Open2026(ctx context.Context, t testing.TB, url string, hdr http.Header, me
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// SeriesValue is the value of the first series of family f that match
+// accepts (a histogram's: its sample count), and whether there is one.
+func SeriesValue(f *dto.MetricFamily, match func(*dto.Metric) bool) (float64, bool) {
+	if f == nil {
+		return 0, false
+	}
+	for _, m := range f.Metric {
+		if !match(m) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		}
+	}
+	return 0, false
 }
