@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/internal/tasktest"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // taskFixture is a server of tasks: "work" requires a task, runs until
@@ -158,13 +159,7 @@ func (c *lineClient) read(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
+		var msg testkit.Message
 		line := append([]byte(nil), sc.Bytes()...)
 		if json.Unmarshal(line, &msg) != nil {
 			continue

@@ -314,23 +314,13 @@ func connectHTTP(t *testing.T, p *process, path string, header http.Header) (*mc
 // header with every request.
 func connectURL(t *testing.T, endpoint string, header http.Header) (*mcp.ClientSession, error) {
 	t.Helper()
-	hc := &http.Client{Transport: headerRoundTripper{header}}
+	hc := &http.Client{Transport: testkit.HeaderTransport{Header: header}}
 	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(testContext(t), transport, legacySession)
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
 	}
 	return cs, err
-}
-
-type headerRoundTripper struct{ h http.Header }
-
-func (rt headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range rt.h {
-		r.Header[k] = v
-	}
-	return http.DefaultTransport.RoundTrip(r)
 }
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // rawClient is an MCP client over stdio that works on the JSON of the
@@ -137,13 +139,7 @@ func (c *rawClient) read(stdout io.Reader) {
 }
 
 func (c *rawClient) dispatch(line []byte) {
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
+	var msg testkit.Message
 	if err := json.Unmarshal(line, &msg); err != nil {
 		return
 	}

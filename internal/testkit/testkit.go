@@ -130,6 +130,17 @@ func JSON(t testing.TB, v any) string {
 	return string(b)
 }
 
+// Message is any JSON-RPC message, decoded loosely, for a test's client
+// that speaks JSON-RPC by hand: a request has Method and ID, a
+// notification Method only, a response ID and Result or Error.
+type Message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
 // InitializeRequest is a client's initialize of MCP 2025-11-25, id 1.
 const InitializeRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
@@ -219,4 +230,34 @@ func SeriesValue(f *dto.MetricFamily, match func(*dto.Metric) bool) (float64, bo
 		}
 	}
 	return 0, false
+}
+
+// TextResult is a tool result of one text item.
+func TextResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// HeaderTransport sends every request with its headers added (a client's
+// token, its task), by http.DefaultTransport.
+type HeaderTransport struct{ Header http.Header }
+
+func (t HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	maps.Copy(r.Header, t.Header)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Connect2026 connects client over tr and fails t unless MCP 2026-07-28
+// is the version negotiated; the session is closed when the test ends.
+func Connect2026(ctx context.Context, t testing.TB, client *mcp.Client, tr mcp.Transport) *mcp.ClientSession {
+	t.Helper()
+	cs, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", v)
+	}
+	return cs
 }
