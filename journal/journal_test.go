@@ -193,7 +193,7 @@ func TestRotation(t *testing.T) {
 // A journal that cannot be written is logged once and counted per line;
 // the writer carries on, and resumes when it can write again.
 func TestUnwritableJournal(t *testing.T) {
-	var logBuf syncBuffer
+	var logBuf testkit.Buffer
 	errs := new(atomic.Int32)
 	j := New(&Options{Log: slog.New(slog.NewTextHandler(&logBuf, nil)), OnError: func() { errs.Add(1) }})
 	blocker := filepath.Join(t.TempDir(), "file")
@@ -383,23 +383,6 @@ func TestCanonical(t *testing.T) {
 	if _, ok := Canonical(json.RawMessage(`{"a":`)); ok {
 		t.Error("truncated JSON is canonical")
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // encoded is res as End takes it.

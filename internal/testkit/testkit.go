@@ -3,6 +3,7 @@
 package testkit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,4 +262,24 @@ func Connect2026(ctx context.Context, t testing.TB, client *mcp.Client, tr mcp.T
 		t.Fatalf("negotiated %q, want 2026-07-28", v)
 	}
 	return cs
+}
+
+// Buffer is a bytes.Buffer that goroutines may write to and read at once
+// (a log written by several, read by the test).
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
