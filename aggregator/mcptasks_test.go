@@ -507,32 +507,6 @@ func TestWithoutField(t *testing.T) {
 	}
 }
 
-// httpSession is a Streamable HTTP session of the tests, driven by hand.
-type httpSession struct {
-	t   *testing.T
-	url string
-	id  string
-}
-
-func (s *httpSession) post(body string) *http.Response {
-	s.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	if s.id != "" {
-		req.Header.Set("Mcp-Session-Id", s.id)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return resp
-}
-
 // events returns the JSON-RPC messages of an event stream, as they come.
 func events(t *testing.T, body io.ReadCloser) <-chan string {
 	t.Cleanup(func() { body.Close() })
@@ -579,30 +553,25 @@ func TestTasksOverHTTP(t *testing.T) {
 	ts := httptest.NewServer(h.serveHTTP(nil))
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { f.Ask(); f.Release() }) // before ts.Close, which waits for the calls
-	s := &httpSession{t: t, url: ts.URL + "/mcp"}
-	resp := s.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + clientWithTasks + `,"clientInfo":{"name":"h","version":"1"}}}`)
-	s.id = resp.Header.Get("Mcp-Session-Id")
+	s := &testkit.Session{T: t, URL: ts.URL + "/mcp", Ctx: context.Background()}
+	resp := s.Post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + clientWithTasks + `,"clientInfo":{"name":"h","version":"1"}}}`)
+	s.ID = resp.Header.Get("Mcp-Session-Id")
 	if init := next(t, events(t, resp.Body), "initialize result", func(string) bool { return true }); !strings.Contains(init, `"tasks":`+string(tasksCapability)) {
 		t.Errorf("initialize: %s", init)
 	}
-	s.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	s.Post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // before ts.Close, which waits for the stream
-	get, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	get := s.Request(http.MethodGet, "").WithContext(ctx)
 	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", s.id)
-	get.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	gresp, err := http.DefaultClient.Do(get)
 	if err != nil {
 		t.Fatal(err)
 	}
 	standalone := events(t, gresp.Body)
 
-	created := next(t, events(t, s.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t__work","arguments":{"ask":true},"task":{"ttl":60000}}}`).Body), "CreateTaskResult", func(string) bool { return true })
+	created := next(t, events(t, s.Post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t__work","arguments":{"ask":true},"task":{"ttl":60000}}}`).Body), "CreateTaskResult", func(string) bool { return true })
 	var cr struct {
 		Result json.RawMessage
 	}
@@ -615,11 +584,11 @@ func TestTasksOverHTTP(t *testing.T) {
 		return strings.Contains(m, `"notifications/tasks/status"`) && strings.Contains(m, `"input_required"`) && strings.Contains(m, id)
 	})
 
-	result := events(t, s.post(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"`+id+`"}}`).Body)
+	result := events(t, s.Post(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"`+id+`"}}`).Body)
 	ask := next(t, result, "elicitation on the tasks/result stream", func(m string) bool { return strings.Contains(m, `"elicitation/create"`) })
 	var req struct{ ID json.RawMessage }
 	_ = json.Unmarshal([]byte(ask), &req)
-	s.post(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":{"name":"Ada"}}}`).Body.Close()
+	s.Post(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":{"name":"Ada"}}}`).Body.Close()
 	f.Release()
 	if res := next(t, result, "task result", func(m string) bool { return strings.Contains(m, `"id":3`) }); !strings.Contains(res, "done for Ada") {
 		t.Errorf("tasks/result: %s", res)

@@ -283,3 +283,46 @@ func (b *Buffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Session is a Streamable HTTP session of MCP 2025-11-25 driven by hand,
+// to see what the SDKs hide: when headers arrive, event ids, retry
+// fields. Its requests carry ID as Mcp-Session-Id once the test has set
+// it (from the answer to initialize), and end with Ctx (nil: with the
+// test).
+type Session struct {
+	T   testing.TB
+	URL string
+	ID  string
+	Ctx context.Context
+}
+
+// Request is a request of the session with method and body.
+func (s *Session) Request(method, body string) *http.Request {
+	s.T.Helper()
+	ctx := s.Ctx
+	if ctx == nil {
+		ctx = s.T.Context()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.URL, strings.NewReader(body))
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if s.ID != "" {
+		req.Header.Set("Mcp-Session-Id", s.ID)
+	}
+	return req
+}
+
+// Post sends a message and returns the response as soon as its headers
+// are in.
+func (s *Session) Post(body string) *http.Response {
+	s.T.Helper()
+	resp, err := http.DefaultClient.Do(s.Request(http.MethodPost, body))
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	return resp
+}
