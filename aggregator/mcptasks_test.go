@@ -90,16 +90,12 @@ type lineClient struct {
 	t *testing.T
 	w io.WriteCloser
 
+	pending testkit.Pending
+
 	mu      sync.Mutex
-	next    int
-	waiting map[int]chan rpcReply
 	notes   []json.RawMessage // notifications, in order
 	asked   []json.RawMessage // the params of the server's requests
 	changed chan struct{}     // signalled on every notification or request
-}
-
-type rpcReply struct {
-	result, err json.RawMessage
 }
 
 // stdioClient connects a client declaring caps (JSON) to a's profile
@@ -120,7 +116,7 @@ func stdioClient(t *testing.T, a *Aggregator, profile, caps string) (*lineClient
 func stdioLines(t *testing.T, a *Aggregator, profile string) *lineClient {
 	t.Helper()
 	_, inW, outR := servePipes(t, a, profile)
-	c := &lineClient{t: t, w: inW, waiting: map[int]chan rpcReply{}, changed: make(chan struct{}, 1000)}
+	c := &lineClient{t: t, w: inW, changed: make(chan struct{}, 1000)}
 	go c.read(outR)
 	return c
 }
@@ -183,15 +179,7 @@ func (c *lineClient) read(r io.Reader) {
 			c.mu.Unlock()
 			c.changed <- struct{}{}
 		default:
-			var id int
-			_ = json.Unmarshal(msg.ID, &id)
-			c.mu.Lock()
-			ch := c.waiting[id]
-			delete(c.waiting, id)
-			c.mu.Unlock()
-			if ch != nil {
-				ch <- rpcReply{msg.Result, msg.Error}
-			}
+			c.pending.Answer(msg)
 		}
 	}
 }
@@ -199,16 +187,11 @@ func (c *lineClient) read(r io.Reader) {
 // call sends a request and returns its result or its error.
 func (c *lineClient) call(method string, params any) (result, rpcErr json.RawMessage) {
 	c.t.Helper()
-	c.mu.Lock()
-	c.next++
-	id := c.next
-	ch := make(chan rpcReply, 1)
-	c.waiting[id] = ch
-	c.mu.Unlock()
+	id, ch := c.pending.Start()
 	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	select {
 	case r := <-ch:
-		return r.result, r.err
+		return r.Result, r.Error
 	case <-time.After(20 * time.Second):
 		c.t.Fatalf("%s: no answer", method)
 	}

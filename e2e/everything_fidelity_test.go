@@ -208,7 +208,7 @@ func fidelityAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 	got := "none"
 	select {
 	case r := <-answered:
-		got = fmt.Sprintf("result %s error %s", r.result, r.err)
+		got = fmt.Sprintf("result %s error %s", r.Result, r.Error)
 	default:
 	}
 	add("answer to a cancelled call", mustMarshal(got))

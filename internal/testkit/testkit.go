@@ -143,6 +143,48 @@ type Message struct {
 	Error  json.RawMessage `json:"error"`
 }
 
+// Reply is the answer to a request of a test's client: its result, or
+// its error.
+type Reply struct{ Result, Error json.RawMessage }
+
+// Pending pairs the requests of a test's client that speaks JSON-RPC by
+// hand with their answers. The zero value is ready to use.
+type Pending struct {
+	mu      sync.Mutex
+	next    int
+	waiting map[int]chan Reply
+}
+
+// Start gives a new request its id, and the channel its answer will come
+// on.
+func (p *Pending) Start() (int, <-chan Reply) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waiting == nil {
+		p.waiting = map[int]chan Reply{}
+	}
+	p.next++
+	ch := make(chan Reply, 1)
+	p.waiting[p.next] = ch
+	return p.next, ch
+}
+
+// Answer passes a response (a message without a method) to the request
+// it answers; one that answers none of them is dropped.
+func (p *Pending) Answer(m Message) {
+	var id int
+	if json.Unmarshal(m.ID, &id) != nil {
+		return
+	}
+	p.mu.Lock()
+	ch := p.waiting[id]
+	delete(p.waiting, id)
+	p.mu.Unlock()
+	if ch != nil {
+		ch <- Reply{m.Result, m.Error}
+	}
+}
+
 // InitializeRequest is a client's initialize of MCP 2025-11-25, id 1.
 const InitializeRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
