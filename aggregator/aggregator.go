@@ -38,6 +38,10 @@ type Options struct {
 	Settings *config.Settings
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Mask is the masker of Logger (logs.Masked): it also hides the
+	// config's secrets in what clients see and in the journal; nil masks
+	// nothing.
+	Mask *logs.Masker
 	// Version is reported to clients as the server version.
 	Version string
 	// MaxNameLength bounds exposed tool names; zero means MaxNameLength.
@@ -157,7 +161,7 @@ func New(opts *Options) *Aggregator {
 	}
 	a := &Aggregator{
 		log:          log,
-		mask:         logs.MaskerOf(log),
+		mask:         opts.Mask,
 		pool:         opts.Pool,
 		impl:         &mcp.Implementation{Name: "mcpmux", Version: version},
 		maxName:      opts.MaxNameLength,
@@ -191,9 +195,9 @@ func New(opts *Options) *Aggregator {
 		runIDOf: a.runIDOf, request: a.request, profiles: a.allProfiles,
 		subs: subscriptions{n: map[string]int{}},
 	}
-	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
+	a.journal = journal.New(&journal.Options{Log: log, Mask: a.mask, OnError: a.metrics.JournalLineLost})
 	a.pins.resync = a.Sync
-	a.frozen = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
+	a.frozen = journal.New(&journal.Options{Log: log, Mask: a.mask, OnError: a.metrics.JournalLineLost})
 	a.applyRecording(settings)
 	a.current.Store(settings)
 	a.mu.Lock()

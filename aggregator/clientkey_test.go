@@ -10,18 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/front"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
-
-// headerTransport adds its headers to every request.
-type headerTransport struct{ h http.Header }
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.h {
-		r.Header[k] = v
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
 
 // Clients of 2026-07-28 over HTTP have no session: their per-client
 // connections are keyed by the task a request names (within its token),
@@ -47,16 +37,8 @@ func TestSessionlessPerClientKeyedByTask(t *testing.T) {
 		if task != "" {
 			hdr.Set("X-Task-Id", task)
 		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: headerTransport{hdr}}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
-		if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
-			t.Fatalf("negotiated %q, want 2026-07-28", v)
-		}
-		return cs
+		return testkit.Connect2026(context.Background(), t, mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil),
+			&mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: testkit.HeaderTransport{Header: hdr}}})
 	}
 	conn := func(cs *mcp.ClientSession, metaTask string) string {
 		t.Helper()

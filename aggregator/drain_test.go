@@ -1,10 +1,8 @@
 package aggregator
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -47,15 +45,7 @@ func TestDrain(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || health.Status != StatusDraining || len(health.Servers) != 1 {
 		t.Errorf("/healthz while draining: %d %s, want 503 with status draining and the servers", resp.StatusCode, body)
 	}
-	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.0\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+	if resp, err := getHTTP10(t, ts, "/healthz"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("HTTP/1.0 /healthz without a Host while draining: %v %v, want 503", resp, err)
 	}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/internal/tasktest"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // taskFixture is a server of tasks: "work" requires a task, runs until
@@ -90,16 +91,12 @@ type lineClient struct {
 	t *testing.T
 	w io.WriteCloser
 
+	pending testkit.Pending
+
 	mu      sync.Mutex
-	next    int
-	waiting map[int]chan rpcReply
 	notes   []json.RawMessage // notifications, in order
 	asked   []json.RawMessage // the params of the server's requests
 	changed chan struct{}     // signalled on every notification or request
-}
-
-type rpcReply struct {
-	result, err json.RawMessage
 }
 
 // stdioClient connects a client declaring caps (JSON) to a's profile
@@ -120,7 +117,7 @@ func stdioClient(t *testing.T, a *Aggregator, profile, caps string) (*lineClient
 func stdioLines(t *testing.T, a *Aggregator, profile string) *lineClient {
 	t.Helper()
 	_, inW, outR := servePipes(t, a, profile)
-	c := &lineClient{t: t, w: inW, waiting: map[int]chan rpcReply{}, changed: make(chan struct{}, 1000)}
+	c := &lineClient{t: t, w: inW, changed: make(chan struct{}, 1000)}
 	go c.read(outR)
 	return c
 }
@@ -159,13 +156,7 @@ func (c *lineClient) read(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
+		var msg testkit.Message
 		line := append([]byte(nil), sc.Bytes()...)
 		if json.Unmarshal(line, &msg) != nil {
 			continue
@@ -189,15 +180,7 @@ func (c *lineClient) read(r io.Reader) {
 			c.mu.Unlock()
 			c.changed <- struct{}{}
 		default:
-			var id int
-			_ = json.Unmarshal(msg.ID, &id)
-			c.mu.Lock()
-			ch := c.waiting[id]
-			delete(c.waiting, id)
-			c.mu.Unlock()
-			if ch != nil {
-				ch <- rpcReply{msg.Result, msg.Error}
-			}
+			c.pending.Answer(msg)
 		}
 	}
 }
@@ -205,16 +188,11 @@ func (c *lineClient) read(r io.Reader) {
 // call sends a request and returns its result or its error.
 func (c *lineClient) call(method string, params any) (result, rpcErr json.RawMessage) {
 	c.t.Helper()
-	c.mu.Lock()
-	c.next++
-	id := c.next
-	ch := make(chan rpcReply, 1)
-	c.waiting[id] = ch
-	c.mu.Unlock()
+	id, ch := c.pending.Start()
 	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	select {
 	case r := <-ch:
-		return r.result, r.err
+		return r.Result, r.Error
 	case <-time.After(20 * time.Second):
 		c.t.Fatalf("%s: no answer", method)
 	}
@@ -515,32 +493,6 @@ func TestWithoutField(t *testing.T) {
 	}
 }
 
-// httpSession is a Streamable HTTP session of the tests, driven by hand.
-type httpSession struct {
-	t   *testing.T
-	url string
-	id  string
-}
-
-func (s *httpSession) post(body string) *http.Response {
-	s.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	if s.id != "" {
-		req.Header.Set("Mcp-Session-Id", s.id)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return resp
-}
-
 // events returns the JSON-RPC messages of an event stream, as they come.
 func events(t *testing.T, body io.ReadCloser) <-chan string {
 	t.Cleanup(func() { body.Close() })
@@ -587,30 +539,25 @@ func TestTasksOverHTTP(t *testing.T) {
 	ts := httptest.NewServer(h.serveHTTP(nil))
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { f.Ask(); f.Release() }) // before ts.Close, which waits for the calls
-	s := &httpSession{t: t, url: ts.URL + "/mcp"}
-	resp := s.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + clientWithTasks + `,"clientInfo":{"name":"h","version":"1"}}}`)
-	s.id = resp.Header.Get("Mcp-Session-Id")
+	s := &testkit.Session{T: t, URL: ts.URL + "/mcp", Ctx: context.Background()}
+	resp := s.Post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + clientWithTasks + `,"clientInfo":{"name":"h","version":"1"}}}`)
+	s.ID = resp.Header.Get("Mcp-Session-Id")
 	if init := next(t, events(t, resp.Body), "initialize result", func(string) bool { return true }); !strings.Contains(init, `"tasks":`+string(tasksCapability)) {
 		t.Errorf("initialize: %s", init)
 	}
-	s.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	s.Post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // before ts.Close, which waits for the stream
-	get, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	get := s.Request(http.MethodGet, "").WithContext(ctx)
 	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", s.id)
-	get.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	gresp, err := http.DefaultClient.Do(get)
 	if err != nil {
 		t.Fatal(err)
 	}
 	standalone := events(t, gresp.Body)
 
-	created := next(t, events(t, s.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t__work","arguments":{"ask":true},"task":{"ttl":60000}}}`).Body), "CreateTaskResult", func(string) bool { return true })
+	created := next(t, events(t, s.Post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t__work","arguments":{"ask":true},"task":{"ttl":60000}}}`).Body), "CreateTaskResult", func(string) bool { return true })
 	var cr struct {
 		Result json.RawMessage
 	}
@@ -623,11 +570,11 @@ func TestTasksOverHTTP(t *testing.T) {
 		return strings.Contains(m, `"notifications/tasks/status"`) && strings.Contains(m, `"input_required"`) && strings.Contains(m, id)
 	})
 
-	result := events(t, s.post(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"`+id+`"}}`).Body)
+	result := events(t, s.Post(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"`+id+`"}}`).Body)
 	ask := next(t, result, "elicitation on the tasks/result stream", func(m string) bool { return strings.Contains(m, `"elicitation/create"`) })
 	var req struct{ ID json.RawMessage }
 	_ = json.Unmarshal([]byte(ask), &req)
-	s.post(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":{"name":"Ada"}}}`).Body.Close()
+	s.Post(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":{"name":"Ada"}}}`).Body.Close()
 	f.Release()
 	if res := next(t, result, "task result", func(m string) bool { return strings.Contains(m, `"id":3`) }); !strings.Contains(res, "done for Ada") {
 		t.Errorf("tasks/result: %s", res)

@@ -47,30 +47,17 @@ func scrape(t *testing.T, url, token string) map[string]*dto.MetricFamily {
 // sample returns the value of the series of family name with exactly the
 // given labels (histograms: the sample count), and whether it exists.
 func sample(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
+	return testkit.SeriesValue(fams[name], func(m *dto.Metric) bool {
 		if len(m.Label) != len(labels) {
-			continue
+			return false
 		}
 		for _, l := range m.Label {
 			if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
-				continue next
+				return false
 			}
 		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
+		return true
+	})
 }
 
 func wantSample(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string, want float64) {

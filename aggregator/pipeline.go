@@ -340,6 +340,7 @@ func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call,
 	}
 	env := &rewrite.Env{
 		Log:   a.log,
+		Mask:  a.mask,
 		OnHit: onHit,
 		Call: func(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
 			ctx, span := tracing.StartInternal(ctx, "mcpmux.fallback")

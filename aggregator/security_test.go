@@ -113,15 +113,7 @@ func TestHTTPDNSRebindingHost(t *testing.T) {
 		}
 	}
 
-	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.0\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	resp, err := getHTTP10(t, ts, "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +121,22 @@ func TestHTTPDNSRebindingHost(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status"`) {
 		t.Errorf("HTTP/1.0 /healthz without a Host: %d %q, want 200 with the health", resp.StatusCode, body)
 	}
+}
+
+// getHTTP10 sends GET path to ts as HTTP/1.0 without a Host header, as a
+// plain health checker may, and returns the answer; the connection is
+// closed when the test ends.
+func getHTTP10(t *testing.T, ts *httptest.Server, path string) (*http.Response, error) {
+	t.Helper()
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := io.WriteString(conn, "GET "+path+" HTTP/1.0\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return http.ReadResponse(bufio.NewReader(conn), nil)
 }
 
 func TestHTTPBearerToken(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // sessionlessHTTP serves the fixtures over HTTP with sessions, as mcpmux
@@ -282,7 +284,7 @@ func TestParkedCallProgressReachesTheRetry(t *testing.T) {
 		if over == "http" {
 			var err error
 			// Named (X-Task-Id), for mcpmux to keep the level it sets.
-			named := &http.Client{Transport: headerTransport{http.Header{"X-Task-Id": {"progress"}}}}
+			named := &http.Client{Transport: testkit.HeaderTransport{Header: http.Header{"X-Task-Id": {"progress"}}}}
 			if cs, err = mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, opts).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", HTTPClient: named, MaxRetries: -1}, nil); err != nil {
 				t.Fatal(err)
 			}

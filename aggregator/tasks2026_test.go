@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,7 @@ import (
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/front"
 	"github.com/mcpmux/mcpmux/internal/tasktest"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // taskServer2026 is a server of MCP 2026-07-28 with the tasks extension
@@ -222,22 +222,10 @@ func TestParamHeadersFromClientsChecked(t *testing.T) {
 	post := func(args string, headers map[string]string) (int, string) {
 		t.Helper()
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hdr__route","arguments":%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, args)
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "hdr__route")
-		for k, v := range headers {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		h := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "hdr__route"}
+		maps.Copy(h, headers)
+		resp, b := testkit.Post(t, ts.URL+"/mcp", body, h)
+		return resp.StatusCode, b
 	}
 	for _, c := range []struct {
 		args    string
@@ -261,33 +249,6 @@ func TestParamHeadersFromClientsChecked(t *testing.T) {
 	}
 }
 
-// post2026 sends one 2026-07-28 request over HTTP, and returns the
-// JSON-RPC message of its answer (of a JSON body or an event stream).
-func post2026(t *testing.T, url, method, name string, params map[string]any) string {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if name != "" {
-		req.Header.Set("Mcp-Name", name)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if d, ok := strings.CutPrefix(l, "data: "); ok {
-			return d
-		}
-	}
-	return string(b)
-}
-
 // Over HTTP, where each 2026 request is its own client, a task handle
 // needs nothing of the request that made it: tasks/get, tasks/update and
 // tasks/cancel on later POSTs (with the taskId as Mcp-Name, as the
@@ -299,7 +260,7 @@ func TestExtensionTasksOverHTTP(t *testing.T) {
 	h, ts := sessionlessHTTP(t, map[string]*mcp.Server{"t": srv}, nil)
 	url := ts.URL + "/mcp"
 	meta := sessionlessMeta(extensionCaps)
-	res := post2026(t, url, "tools/call", "t__job", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": meta})
+	res := testkit.Post2026(t, url, nil, "tools/call", "t__job", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": meta})
 	var msg struct {
 		Result struct{ ResultType, TaskID string }
 	}
@@ -308,14 +269,14 @@ func TestExtensionTasksOverHTTP(t *testing.T) {
 	}
 	id := msg.Result.TaskID
 	for _, want := range []string{`"status":"working"`, `"status":"input_required"`} {
-		if got := post2026(t, url, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, want) {
+		if got := testkit.Post2026(t, url, nil, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, want) {
 			t.Fatalf("tasks/get = %s, want %s", got, want)
 		}
 	}
-	if got := post2026(t, url, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"result":{`) {
+	if got := testkit.Post2026(t, url, nil, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"result":{`) {
 		t.Fatalf("tasks/cancel = %s, want an acknowledgement", got)
 	}
-	if got := post2026(t, url, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"cancelled"`) {
+	if got := testkit.Post2026(t, url, nil, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"cancelled"`) {
 		t.Errorf("tasks/get after tasks/cancel = %s, want cancelled", got)
 	}
 
@@ -327,33 +288,6 @@ func TestExtensionTasksOverHTTP(t *testing.T) {
 	if _, _, _, cancelled := ext.Seen(); strings.Join(cancelled, ",") != "task-1" {
 		t.Errorf("server cancelled %v, want [task-1]", cancelled)
 	}
-}
-
-// postAs is post2026 with the headers of a client (its token, its task).
-func postAs(t *testing.T, url string, hdr http.Header, method, name string, params map[string]any) string {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
-	maps.Copy(req.Header, hdr)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if name != "" {
-		req.Header.Set("Mcp-Name", name)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if d, ok := strings.CutPrefix(l, "data: "); ok {
-			return d
-		}
-	}
-	return string(b)
 }
 
 // A task of the tasks extension is its client's. Over HTTP, where a 2026
@@ -381,7 +315,7 @@ func TestExtensionTaskOwnership(t *testing.T) {
 	}
 	start := func(hdr http.Header, m map[string]any) string {
 		t.Helper()
-		res := postAs(t, url, hdr, "tools/call", "t__job", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": m})
+		res := testkit.Post2026(t, url, hdr, "tools/call", "t__job", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": m})
 		var msg struct {
 			Result struct{ ResultType, TaskID string }
 		}
@@ -404,30 +338,30 @@ func TestExtensionTaskOwnership(t *testing.T) {
 		who string
 		hdr http.Header
 	}{{"alice's task T2", aliceT2}, {"bob's task T1", bobT1}, {"alice without a task", alice}} {
-		notFound(c.who+": tasks/get", postAs(t, url, c.hdr, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}))
-		notFound(c.who+": tasks/update", postAs(t, url, c.hdr, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"who": "Mallory"}}}, "_meta": meta}))
-		notFound(c.who+": tasks/cancel", postAs(t, url, c.hdr, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": meta}))
+		notFound(c.who+": tasks/get", testkit.Post2026(t, url, c.hdr, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}))
+		notFound(c.who+": tasks/update", testkit.Post2026(t, url, c.hdr, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"who": "Mallory"}}}, "_meta": meta}))
+		notFound(c.who+": tasks/cancel", testkit.Post2026(t, url, c.hdr, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": meta}))
 	}
-	if got := postAs(t, url, aliceT1, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"working"`) {
+	if got := testkit.Post2026(t, url, aliceT1, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"working"`) {
 		t.Errorf("the owner's tasks/get = %s, want working", got)
 	}
 	// The task named in _meta is the task of the X-Task-Id header.
 	withTask := maps.Clone(meta)
 	withTask["task_id"] = "T1"
-	if got := postAs(t, url, alice, "tasks/get", id, map[string]any{"taskId": id, "_meta": withTask}); !strings.Contains(got, `"status":"input_required"`) {
+	if got := testkit.Post2026(t, url, alice, "tasks/get", id, map[string]any{"taskId": id, "_meta": withTask}); !strings.Contains(got, `"status":"input_required"`) {
 		t.Errorf("the owner's tasks/get naming its task in _meta = %s, want input_required", got)
 	}
-	if got := postAs(t, url, aliceT1, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"who": "Zoe"}}}, "_meta": meta}); !strings.Contains(got, `"result":{`) {
+	if got := testkit.Post2026(t, url, aliceT1, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"who": "Zoe"}}}, "_meta": meta}); !strings.Contains(got, `"result":{`) {
 		t.Errorf("the owner's tasks/update = %s, want an acknowledgement", got)
 	}
-	if got := postAs(t, url, aliceT1, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"completed"`) || !strings.Contains(got, "hello Zoe") {
+	if got := testkit.Post2026(t, url, aliceT1, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"completed"`) || !strings.Contains(got, "hello Zoe") {
 		t.Errorf("the owner's tasks/get = %s, want completed with its answer", got)
 	}
 
 	// Keyed by the token alone.
 	id = start(alice, meta)
-	notFound("bob: tasks/get", postAs(t, url, as("token-of-bob-0123456789", ""), "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}))
-	if got := postAs(t, url, alice, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"result":{`) {
+	notFound("bob: tasks/get", testkit.Post2026(t, url, as("token-of-bob-0123456789", ""), "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}))
+	if got := testkit.Post2026(t, url, alice, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"result":{`) {
 		t.Errorf("the owner's tasks/cancel = %s, want an acknowledgement", got)
 	}
 
@@ -459,7 +393,7 @@ func TestExtensionTaskOfNoClient(t *testing.T) {
 	_, ts := sessionlessHTTP(t, map[string]*mcp.Server{"t": srv}, nil)
 	url := ts.URL + "/mcp"
 	meta := sessionlessMeta(extensionCaps)
-	res := postAs(t, url, nil, "tools/call", "t__job", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": meta})
+	res := testkit.Post2026(t, url, nil, "tools/call", "t__job", map[string]any{"name": "t__job", "arguments": map[string]any{}, "_meta": meta})
 	var msg struct {
 		Result struct{ TaskID string }
 	}
@@ -467,10 +401,10 @@ func TestExtensionTaskOfNoClient(t *testing.T) {
 		t.Fatalf("tools/call = %s, want a task handle", res)
 	}
 	id := msg.Result.TaskID
-	if got := postAs(t, url, nil, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"working"`) {
+	if got := testkit.Post2026(t, url, nil, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":"working"`) {
 		t.Errorf("tasks/get of another request = %s, want working", got)
 	}
-	if got := postAs(t, url, http.Header{"X-Task-Id": {"T9"}}, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":`) {
+	if got := testkit.Post2026(t, url, http.Header{"X-Task-Id": {"T9"}}, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta}); !strings.Contains(got, `"status":`) {
 		t.Errorf("tasks/get of a client with a task = %s, want the task", got)
 	}
 }

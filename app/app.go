@@ -50,6 +50,10 @@ type Options struct {
 	// Log is where everything goes, through a masker (logs.Masked) that
 	// New and reloads teach the config's secrets.
 	Log *slog.Logger
+	// Mask is Log's masker. It also hides the secrets in what is not
+	// logged: /healthz, results, the journal, errors quoting a child's
+	// stderr. Nil masks nothing.
+	Mask *logs.Masker
 	// Version is how mcpmux introduces itself to clients and servers.
 	Version string
 	// Replicas signs parked calls' states and forwards retries between
@@ -60,6 +64,7 @@ type Options struct {
 // Instance is one running mcpmux: its configuration, pool and aggregator.
 type Instance struct {
 	log     *slog.Logger
+	mask    *logs.Masker // see Options.Mask
 	dir     string
 	snap    *config.Snapshot // as loaded at start
 	pool    *upstream.Pool
@@ -84,7 +89,7 @@ type Instance struct {
 // no server is started yet (Start). Only an unreadable directory is an
 // error: bad files are logged and skipped.
 func New(opts *Options) (*Instance, error) {
-	log, mode := opts.Log, opts.Mode
+	log, mask, mode := opts.Log, opts.Mask, opts.Mode
 	load := &config.Options{Stateless: mode == Stateless}
 	snap, err := config.Load(opts.Dir, load)
 	if err == nil && mode == SessionsByConfig && snap.Settings.Stateless {
@@ -95,16 +100,17 @@ func New(opts *Options) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	MaskSecrets(log, snap)
-	in := &Instance{replicas: opts.Replicas, log: log, dir: opts.Dir, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{}), mode: mode, load: load}
+	MaskSecrets(mask, snap)
+	in := &Instance{replicas: opts.Replicas, log: log, mask: mask, dir: opts.Dir, snap: snap, lastErrors: map[string]bool{}, started: make(chan struct{}), mode: mode, load: load}
 	for _, fe := range snap.Errors {
 		in.lastErrors[fe.Error()] = true // reloads report only new ones
 	}
 	in.reaper = startReaper(log)
 	in.pool = upstream.NewPool(&upstream.Options{
-		Tokens:         TokenStore(opts.Dir, log),
+		Tokens:         TokenStore(opts.Dir, log, mask),
 		Groups:         groupTracker(in.reaper),
 		Logger:         log,
+		Mask:           mask,
 		ClientInfo:     &mcp.Implementation{Name: "mcpmux", Version: opts.Version},
 		ConnectTimeout: snap.Settings.ConnectTimeout,
 		ManyClients:    mode == SessionsByConfig && !load.Stateless,
@@ -118,6 +124,7 @@ func New(opts *Options) (*Instance, error) {
 		Metrics:   in.metrics,
 		Settings:  snap.Settings,
 		Logger:    log,
+		Mask:      mask,
 		Version:   opts.Version,
 		RunID:     opts.RunID,
 		Stateless: load.Stateless,
@@ -222,15 +229,15 @@ func (in *Instance) closeBy(deadline time.Time, grace time.Duration) {
 // TokenStore is the store of the OAuth tokens of servers with auth: oauth,
 // in the state directory ($MCPMUX_STATE_DIR, else $XDG_STATE_HOME/mcpmux),
 // never in the config directory dir: the one that serving and mcpmux
-// login share.
-func TokenStore(dir string, log *slog.Logger) *oauth.Store {
-	return oauth.NewStore("", &oauth.StoreOptions{ConfigDir: dir, Mask: logs.MaskerOf(log), Logger: log})
+// login share. mask is the masker of log.
+func TokenStore(dir string, log *slog.Logger, mask *logs.Masker) *oauth.Store {
+	return oauth.NewStore("", &oauth.StoreOptions{ConfigDir: dir, Mask: mask, Logger: log})
 }
 
-// MaskSecrets teaches the logger's masker (see logs.Masked) the secrets
-// of a snapshot, before anything from it is started or logged.
-func MaskSecrets(log *slog.Logger, snap *config.Snapshot) {
-	logs.MaskerOf(log).Add(snap.Secrets()...)
+// MaskSecrets teaches mask, the logger's masker (see logs.Masked), the
+// secrets of a snapshot, before anything from it is started or logged.
+func MaskSecrets(mask *logs.Masker, snap *config.Snapshot) {
+	mask.Add(snap.Secrets()...)
 }
 
 // startReaper starts the process that ends the children's process groups

@@ -74,7 +74,7 @@ func (in *Instance) ListenHTTP(h *HTTP) (*HTTPFront, error) {
 	if err := front.CheckOrigins(h.Origins); err != nil {
 		return nil, &RefusedError{err}
 	}
-	tokens, err := front.ReadTokens(front.TokenSources{Flag: h.Token, File: h.TokenFile}, in.snap.Settings, in.log)
+	tokens, err := front.ReadTokens(front.TokenSources{Flag: h.Token, File: h.TokenFile}, in.snap.Settings, in.log, in.mask)
 	if err != nil {
 		return nil, &RefusedError{err}
 	}
@@ -86,7 +86,7 @@ func (in *Instance) ListenHTTP(h *HTTP) (*HTTPFront, error) {
 	if err != nil {
 		return nil, err
 	}
-	fr := front.New(&front.Options{Engine: in.agg, Metrics: in.metrics, Tokens: tokens, AllowedOrigins: h.Origins, Logger: in.log, Replicas: in.replicas})
+	fr := front.New(&front.Options{Engine: in.agg, Metrics: in.metrics, Tokens: tokens, AllowedOrigins: h.Origins, Logger: in.log, Mask: in.mask, Replicas: in.replicas})
 	in.reloadMu.Lock()
 	in.front = fr
 	in.reloadMu.Unlock()

@@ -14,7 +14,7 @@ import (
 // Reload applies a new snapshot: only the difference. Unchanged servers are
 // not touched; settings apply to the next call without restarting anything.
 func (in *Instance) Reload(ctx context.Context, snap *config.Snapshot) {
-	MaskSecrets(in.log, snap)
+	MaskSecrets(in.mask, snap)
 	// A change seen during start-up is applied right after it.
 	select {
 	case <-in.started:

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os/signal"
 	"strings"
 	"sync"
@@ -30,14 +29,13 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	// ends where the report begins: what a server that failed does next
 	// (its retries) would come after the table, which is the last word.
 	logOut := &gate{w: stderr}
-	in, log, code := oneShot(&cf, fs, logOut)
+	in, mask, code := oneShot(&cf, fs, logOut)
 	if in == nil {
 		return code
 	}
 	defer in.Close(time.Second)
 	logOut.close()
 
-	mask := logs.MaskerOf(log) // errors may quote a child's stderr
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SERVER\tSTATE\tTOOLS\tRESTARTS\tTRANSPORT\tPROTOCOL\tDETAIL")
 	// TOOLS counts what a client can call: not the blacklisted ones, which
@@ -93,14 +91,15 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // oneShot builds an instance and starts its servers, for check and tools;
-// fs holds cf's flags. The logger is the instance's.
-func oneShot(cf *commonFlags, fs *flag.FlagSet, stderr io.Writer) (*app.Instance, *slog.Logger, int) {
-	log, err := cf.logger(stderr)
+// fs holds cf's flags. The masker is the instance's logger's: errors may
+// quote a child's stderr.
+func oneShot(cf *commonFlags, fs *flag.FlagSet, stderr io.Writer) (*app.Instance, *logs.Masker, int) {
+	log, mask, err := cf.logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux:", err)
 		return nil, nil, 2
 	}
-	in, err := app.New(&app.Options{Dir: cf.configDir, Mode: app.WithSessions, Log: log, Version: buildVersion()})
+	in, err := app.New(&app.Options{Dir: cf.configDir, Mode: app.WithSessions, Log: log, Mask: mask, Version: buildVersion()})
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux:", explainConfigDir(err, fs, cf.configDir))
 		return nil, nil, 1
@@ -108,7 +107,7 @@ func oneShot(cf *commonFlags, fs *flag.FlagSet, stderr io.Writer) (*app.Instance
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	in.Start(ctx)
-	return in, log, 0
+	return in, mask, 0
 }
 
 // gate passes writes on to w until it is closed, and drops them after.

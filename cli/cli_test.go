@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/reaper/reapertest"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // A command that runs servers starts the child reaper as its own binary:
@@ -236,24 +236,6 @@ func TestFlagsBeforeTheCommand(t *testing.T) {
 	}
 }
 
-// lockedBuffer is stdout and stderr at once, in the order of the writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // check's report is its last word: the log of a server that failed to
 // start (its retries) comes before the table or not at all.
 func TestCheckReportIsTheLastWord(t *testing.T) {
@@ -269,7 +251,7 @@ func TestCheckReportIsTheLastWord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var out lockedBuffer
+	var out testkit.Buffer // stdout and stderr at once, in the order of the writes
 	if code := Run([]string{"check", "--config", dir}, &out, &out); code != 1 {
 		t.Errorf("check of a broken server: exit %d, want 1", code)
 	}
@@ -309,11 +291,11 @@ func TestReplicaFlags(t *testing.T) {
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
-		log, err := f.logger(&logged)
+		log, mask, err := f.logger(&logged)
 		if err != nil {
 			t.Fatal(err)
 		}
-		set, err := f.replicaSet(log)
+		set, err := f.replicaSet(log, mask)
 		switch {
 		case c.wantErr != "":
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {

@@ -40,7 +40,7 @@ func fetchServerCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpmux fetch-server: --max-bytes must be positive")
 		return 2
 	}
-	log, err := cf.logger(stderr)
+	log, _, err := cf.logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux fetch-server:", err)
 		return 2

@@ -106,14 +106,17 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 }
 
 // logger builds the slog logger: always to stderr, as stdout carries the
-// stdio protocol. It masks the secrets of the config (logs.MaskerOf), which
-// app.New and reloads feed it.
-func (c *commonFlags) logger(stderr io.Writer) (*slog.Logger, error) {
-	log, err := c.plainLogger(stderr)
+// stdio protocol. It masks the secrets of the config with mask, which
+// app.New and reloads feed, and which whatever else shows a secret's
+// neighbourhood (errors quoting a child's stderr, /healthz, the journal)
+// is given too.
+func (c *commonFlags) logger(stderr io.Writer) (log *slog.Logger, mask *logs.Masker, err error) {
+	log, err = c.plainLogger(stderr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return logs.Masked(log, &logs.Masker{}), nil
+	mask = &logs.Masker{}
+	return logs.Masked(log, mask), mask, nil
 }
 
 func (c *commonFlags) plainLogger(stderr io.Writer) (*slog.Logger, error) {

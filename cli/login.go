@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"os"
 	"os/exec"
@@ -45,17 +44,17 @@ func loginCmd(args []string, stdout, stderr io.Writer) int {
 		return flagError(flags, fmt.Errorf("name one SERVER, not %d", len(names)))
 	}
 	name := names[0]
-	log, err := cf.logger(stderr)
+	log, mask, err := cf.logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux login:", err)
 		return 2
 	}
-	srv, msg := oauthServer(cf.configDir, name, log)
+	srv, msg := oauthServer(cf.configDir, name, mask)
 	if srv == nil {
 		fmt.Fprintln(stderr, "mcpmux login:", msg)
 		return 1
 	}
-	store := app.TokenStore(cf.configDir, log)
+	store := app.TokenStore(cf.configDir, log, mask)
 	if err := store.Err(); err != nil {
 		fmt.Fprintln(stderr, "mcpmux login:", err)
 		return 1
@@ -67,6 +66,7 @@ func loginCmd(args []string, stdout, stderr io.Writer) int {
 	cfg.ConnectTimeout = *timeout
 	pool := upstream.NewPool(&upstream.Options{
 		Logger:     log,
+		Mask:       mask,
 		ClientInfo: &mcp.Implementation{Name: "mcpmux", Version: buildVersion()},
 		Tokens:     store,
 		Authorize: func(ctx context.Context, server, authURL string) error {
@@ -90,7 +90,7 @@ func loginCmd(args []string, stdout, stderr io.Writer) int {
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "mcpmux login: interrupted; nothing was stored")
 	default:
-		fmt.Fprintf(stderr, "mcpmux login: %s: %s\n", name, logs.MaskerOf(log).Mask(st.Error))
+		fmt.Fprintf(stderr, "mcpmux login: %s: %s\n", name, mask.Mask(st.Error))
 		if strings.Contains(st.Error, "registration") && srv.Auth.ClientID == "" {
 			fmt.Fprintf(stderr, "If the authorization server does not register clients by itself, register mcpmux with it (redirect URI http://127.0.0.1:PORT/callback) and set auth.client_id and auth.redirect_port in %s.\n", srv.File)
 		}
@@ -111,12 +111,12 @@ func logoutCmd(args []string, stdout, stderr io.Writer) int {
 	if len(names) != 1 {
 		return flagError(flags, fmt.Errorf("name one SERVER, not %d", len(names)))
 	}
-	log, err := cf.logger(stderr)
+	log, mask, err := cf.logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux logout:", err)
 		return 2
 	}
-	store := app.TokenStore(cf.configDir, log)
+	store := app.TokenStore(cf.configDir, log, mask)
 	removed, err := store.Remove(names[0])
 	switch {
 	case err != nil:
@@ -132,13 +132,13 @@ func logoutCmd(args []string, stdout, stderr io.Writer) int {
 
 // oauthServer returns the server called name in the config directory
 // dir, if `mcpmux login` applies to it; otherwise nil and a message that
-// says why not.
-func oauthServer(dir, name string, log *slog.Logger) (*config.Server, string) {
+// says why not. It teaches mask the secrets of the config.
+func oauthServer(dir, name string, mask *logs.Masker) (*config.Server, string) {
 	snap, err := config.Load(dir, nil)
 	if err != nil {
 		return nil, err.Error()
 	}
-	app.MaskSecrets(log, snap)
+	app.MaskSecrets(mask, snap)
 	var srv *config.Server
 	var oauthNames []string
 	for _, s := range slices.Concat(snap.Servers, snap.Disabled) {
@@ -152,7 +152,7 @@ func oauthServer(dir, name string, log *slog.Logger) (*config.Server, string) {
 	if srv == nil {
 		for _, fe := range snap.Errors {
 			if strings.TrimSuffix(strings.TrimSuffix(filepath.Base(fe.File), ".yaml"), ".yml") == name {
-				return nil, logs.MaskerOf(log).Mask(fe.Error())
+				return nil, mask.Mask(fe.Error())
 			}
 		}
 		msg := fmt.Sprintf("no server %q in %s", name, filepath.Join(dir, config.ToolDir))

@@ -72,7 +72,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	log, err := f.logger(stderr)
+	log, mask, err := f.logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpmux:", err)
 		return 2
@@ -87,12 +87,12 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	case f.httpAddr != "":
 		mode = app.SessionsByConfig
 	}
-	replicas, err := f.replicaSet(log)
+	replicas, err := f.replicaSet(log, mask)
 	if err != nil {
 		log.Error("cannot serve", "error", err)
 		return 2
 	}
-	in, err := app.New(&app.Options{Dir: f.configDir, RunID: f.runID, Mode: mode, Log: log, Version: buildVersion(), Replicas: replicas})
+	in, err := app.New(&app.Options{Dir: f.configDir, RunID: f.runID, Mode: mode, Log: log, Mask: mask, Version: buildVersion(), Replicas: replicas})
 	if err != nil {
 		log.Error("cannot start", "error", explainConfigDir(err, fs, f.configDir))
 		return 1
@@ -138,15 +138,16 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 
 // replicaSet is this replica among its peers: the key that signs parked
 // calls' states (--state-key-file, or MCPMUX_STATE_KEY; masked in the
-// log), its own address and its peers'. Peers need a key shared by every
-// replica: with one per process, no replica could read another's states.
-func (f *serveFlags) replicaSet(log *slog.Logger) (*replica.Set, error) {
+// log, whose masker is mask), its own address and its peers'. Peers need
+// a key shared by every replica: with one per process, no replica could
+// read another's states.
+func (f *serveFlags) replicaSet(log *slog.Logger, mask *logs.Masker) (*replica.Set, error) {
 	key, err := replica.ReadKey(f.stateKeyFile)
 	if err != nil {
 		return nil, err
 	}
 	if key != nil {
-		logs.MaskerOf(log).Add(string(key))
+		mask.Add(string(key))
 	}
 	var peers []string
 	for _, l := range f.peers {

@@ -290,23 +290,7 @@ func TestShutdownStopsChildren(t *testing.T) {
 func TestStdioClientClosingStdoutFirst(t *testing.T) {
 	t.Parallel()
 	dir := writeConfig(t, map[string]string{"tool/echo.yaml": fixture("echo", "echo")})
-	cmd := exec.Command(mcpmuxBin, "--config", dir, "--log-level", "debug")
-	p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
-	cmd.Stderr = p.logs
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.dumpLogsOnFailure(t)
-	go func() { p.err = cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Process.Kill() })
+	p, stdin, stdout := startStdioPipes(t, dir)
 
 	send := func(msg string) {
 		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {

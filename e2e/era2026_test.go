@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -172,63 +171,26 @@ func checkExtensionTasks(t *testing.T, dir string) {
 		var handle struct {
 			Result struct{ ResultType, TaskID string }
 		}
-		if res := post2026(t, url, "tools/call", tool, map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": meta}); json.Unmarshal([]byte(res), &handle) != nil || handle.Result.ResultType != "task" {
+		if res := testkit.Post2026(t, url, nil, "tools/call", tool, map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": meta}); json.Unmarshal([]byte(res), &handle) != nil || handle.Result.ResultType != "task" {
 			t.Errorf("%s for a 2026 client of the extension: %s, want a task handle", tool, res)
 			continue
 		}
+		// Polled as a client of the extension does, answering what the
+		// task asks.
 		id := handle.Result.TaskID
-		deadline := time.Now().Add(testTimeout)
-		for {
-			got := post2026(t, url, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta})
-			if strings.Contains(got, `"status":"completed"`) {
-				if !strings.Contains(got, "hello Zoe") {
-					t.Errorf("%s: tasks/get = %s, want the greeting", tool, got)
-				}
-				break
-			}
+		got := testkit.Await(t, tool+"'s task no longer working", func() string {
+			got := testkit.Post2026(t, url, nil, "tasks/get", id, map[string]any{"taskId": id, "_meta": meta})
 			if strings.Contains(got, `"status":"input_required"`) {
-				post2026(t, url, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Zoe"}}}, "_meta": meta})
-			} else if !strings.Contains(got, `"status":"working"`) || time.Now().After(deadline) {
-				t.Errorf("%s: tasks/get = %s", tool, got)
-				break
+				testkit.Post2026(t, url, nil, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Zoe"}}}, "_meta": meta})
 			}
+			return got
+		}, func(got string) bool {
+			return !strings.Contains(got, `"status":"working"`) && !strings.Contains(got, `"status":"input_required"`)
+		})
+		if !strings.Contains(got, `"status":"completed"`) || !strings.Contains(got, "hello Zoe") {
+			t.Errorf("%s: tasks/get = %s, want the task completed with the greeting", tool, got)
 		}
 	}
-}
-
-// post2026 sends one MCP 2026-07-28 request over HTTP, and returns the
-// JSON-RPC message of its answer (of a JSON body or an event stream).
-func post2026(t *testing.T, url, method, name string, params map[string]any) string {
-	t.Helper()
-	return post2026As(t, url, nil, method, name, params)
-}
-
-// post2026As is post2026 with a client's own headers (its token, its
-// task).
-func post2026As(t *testing.T, url string, hdr http.Header, method, name string, params map[string]any) string {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if d, ok := strings.CutPrefix(l, "data: "); ok {
-			return d
-		}
-	}
-	return string(b)
 }
 
 // waitListed waits until the client's tools/list has name: a list change
@@ -269,7 +231,7 @@ func TestExtensionTaskOwners(t *testing.T) {
 		var handle struct {
 			Result struct{ ResultType, TaskID string }
 		}
-		if res := post2026As(t, url, hdr, "tools/call", "newhttp__job", map[string]any{"name": "newhttp__job", "arguments": map[string]any{}, "_meta": meta}); json.Unmarshal([]byte(res), &handle) != nil || handle.Result.ResultType != "task" {
+		if res := testkit.Post2026(t, url, hdr, "tools/call", "newhttp__job", map[string]any{"name": "newhttp__job", "arguments": map[string]any{}, "_meta": meta}); json.Unmarshal([]byte(res), &handle) != nil || handle.Result.ResultType != "task" {
 			t.Fatalf("newhttp__job: %s, want a task handle", res)
 		}
 		return handle.Result.TaskID
@@ -285,7 +247,7 @@ func TestExtensionTaskOwners(t *testing.T) {
 			if method == "tasks/update" {
 				params["inputResponses"] = map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Mallory"}}}
 			}
-			if got := post2026As(t, url, c.hdr, method, c.task, params); !strings.Contains(got, `"code":-32602`) || !strings.Contains(got, "Task not found") {
+			if got := testkit.Post2026(t, url, c.hdr, method, c.task, params); !strings.Contains(got, `"code":-32602`) || !strings.Contains(got, "Task not found") {
 				t.Errorf("%s's %s of another client's task: %s, want -32602 Task not found", c.who, method, got)
 			}
 		}
@@ -296,9 +258,9 @@ func TestExtensionTaskOwners(t *testing.T) {
 		task, name string
 	}{{alice, aliceTask, "Alice"}, {bob, bobTask, "Bob"}} {
 		testkit.Await(t, "the task's completion", func() string {
-			got := post2026As(t, url, c.hdr, "tasks/get", c.task, map[string]any{"taskId": c.task, "_meta": meta})
+			got := testkit.Post2026(t, url, c.hdr, "tasks/get", c.task, map[string]any{"taskId": c.task, "_meta": meta})
 			if strings.Contains(got, `"status":"input_required"`) {
-				post2026As(t, url, c.hdr, "tasks/update", c.task, map[string]any{"taskId": c.task, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": c.name}}}, "_meta": meta})
+				testkit.Post2026(t, url, c.hdr, "tasks/update", c.task, map[string]any{"taskId": c.task, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": c.name}}}, "_meta": meta})
 			}
 			return got
 		}, func(got string) bool {
@@ -307,7 +269,7 @@ func TestExtensionTaskOwners(t *testing.T) {
 			}
 			return strings.Contains(got, `"status":"completed"`)
 		})
-		if got := post2026As(t, url, c.hdr, "tasks/get", c.task, map[string]any{"taskId": c.task, "_meta": meta}); !strings.Contains(got, "hello "+c.name) {
+		if got := testkit.Post2026(t, url, c.hdr, "tasks/get", c.task, map[string]any{"taskId": c.task, "_meta": meta}); !strings.Contains(got, "hello "+c.name) {
 			t.Errorf("the owner's completed task: %s, want its greeting of %s", got, c.name)
 		}
 	}

@@ -224,7 +224,7 @@ func fidelityAnswers(t *testing.T, c *rawClient, prefix string) []answer {
 	got := "none"
 	select {
 	case r := <-answered:
-		got = fmt.Sprintf("result %s error %s", r.result, r.err)
+		got = fmt.Sprintf("result %s error %s", r.Result, r.Error)
 	default:
 	}
 	add("answer to a cancelled call", mustMarshal(got))
@@ -333,15 +333,21 @@ func methods(notes []json.RawMessage, want ...string) []string {
 // noteCame reports whether c was sent a notification of method, waiting
 // for it up to half the test's timeout.
 func noteCame(c *rawClient, method string) bool {
-	for deadline := time.Now().Add(testTimeout / 2); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	return testkit.Holds(testTimeout/2, func() bool {
 		c.mu.Lock()
-		came := len(methods(c.notes, method)) > 0
-		c.mu.Unlock()
-		if came {
-			return true
-		}
-	}
-	return false
+		defer c.mu.Unlock()
+		return len(methods(c.notes, method)) > 0
+	})
+}
+
+// serverAsked reports whether the server sent c a request of method,
+// waiting for it up to half the test's timeout.
+func serverAsked(c *rawClient, method string) bool {
+	return testkit.Holds(testTimeout/2, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(methods(c.asked, method)) > 0
+	})
 }
 
 // waitNotification waits for a notification that mentions s.
@@ -359,7 +365,9 @@ func waitNotification(t *testing.T, c *rawClient, s string) {
 // notification.
 func cancelByClosing(t *testing.T, url, tool string) {
 	t.Helper()
-	body := mustMarshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	resp := testkit.Open2026(ctx, t, url, nil, "tools/call", tool, map[string]any{
 		"name": tool, "arguments": map[string]any{"duration": 120, "steps": 120},
 		"_meta": map[string]any{
 			"progressToken": "close-me",
@@ -367,22 +375,7 @@ func cancelByClosing(t *testing.T, url, tool string) {
 			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		},
-	}})
-	ctx, cancel := context.WithCancel(testContext(t))
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -453,19 +446,11 @@ func (r *retryCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 // roots, for them after its initialization and before its first request
 // (9: server-everything asks 350 ms after notifications/initialized;
 // through mcpmux its per-client connection is opened as the client
-// initializes, and asks then too). It waits for the request, up to the
-// test's timeout: without it, the server asks only in the first call.
+// initializes, and asks then too). It waits for the request, up to half
+// the test's timeout: without it, the server asks only in the first call.
 func rootsAtStart(t *testing.T, c *rawClient) []answer {
 	t.Helper()
-	asked := false
-	for deadline := time.Now().Add(testTimeout / 2); !asked && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		c.mu.Lock()
-		for _, r := range c.asked {
-			asked = asked || strings.Contains(string(r), `"roots/list"`)
-		}
-		c.mu.Unlock()
-	}
-	return []answer{{"roots/list asked before the first request", mustMarshal(asked)}}
+	return []answer{{"roots/list asked before the first request", mustMarshal(serverAsked(c, "roots/list"))}}
 }
 
 // rootsAfterChange changes the root of c, a client that declared roots
@@ -477,13 +462,5 @@ func rootsAfterChange(t *testing.T, c *rawClient) []answer {
 	t.Helper()
 	c.requests()
 	c.changeRoot("file:///tmp/changed")
-	asked := false
-	for deadline := time.Now().Add(testTimeout / 2); !asked && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		c.mu.Lock()
-		for _, r := range c.asked {
-			asked = asked || strings.Contains(string(r), `"roots/list"`)
-		}
-		c.mu.Unlock()
-	}
-	return []answer{{"roots/list asked again after notifications/roots/list_changed", mustMarshal(asked)}}
+	return []answer{{"roots/list asked again after notifications/roots/list_changed", mustMarshal(serverAsked(c, "roots/list"))}}
 }

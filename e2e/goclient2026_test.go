@@ -184,15 +184,7 @@ func TestGoClient2026Methods(t *testing.T) {
 	logs, updated := make(chan string, 16), make(chan string, 16)
 	connect := func(tr mcp.Transport) *mcp.ClientSession {
 		t.Helper()
-		cs, err := goClient2026(logs, updated).Connect(testContext(t), tr, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
-		if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
-			t.Fatalf("negotiated %q, want 2026-07-28", v)
-		}
-		return cs
+		return testkit.Connect2026(testContext(t), t, goClient2026(logs, updated), tr)
 	}
 	direct := connect(&mcp.StreamableClientTransport{Endpoint: plain.URL, MaxRetries: -1})
 	want := goClientUse(t, direct, "", updated)
@@ -205,7 +197,7 @@ func TestGoClient2026Methods(t *testing.T) {
 	// client's ping.
 	t.Logf("plain go-sdk stateless server, ClientSession.Ping: %v", direct.Ping(testContext(t), nil))
 
-	withTask := &http.Client{Transport: headerRoundTripper{http.Header{"X-Task-Id": {"T1"}}}}
+	withTask := &http.Client{Transport: testkit.HeaderTransport{Header: http.Header{"X-Task-Id": {"T1"}}}}
 	viaHTTP := connect(&mcp.StreamableClientTransport{Endpoint: p.url + "/mcp", MaxRetries: -1})
 	viaHTTPTask := connect(&mcp.StreamableClientTransport{Endpoint: p.url + "/mcp", MaxRetries: -1, HTTPClient: withTask})
 	viaStdio := connect(&mcp.CommandTransport{Command: exec.Command(mcpmuxBin, "--config", dir)})

@@ -210,11 +210,26 @@ func startStdioWith(t *testing.T, dir string, opts *mcp.ClientOptions, args ...s
 // (its protocol version).
 func startStdioSession(t *testing.T, dir string, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions, args ...string) (*mcp.ClientSession, *process) {
 	t.Helper()
+	// Own pipes instead of mcp.CommandTransport, so that the test, not the
+	// transport, waits for the process and sees how it exited.
+	p, stdin, stdout := startStdioPipes(t, dir, args...)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(testContext(t), &mcp.IOTransport{Reader: stdout, Writer: stdin}, sessOpts)
+	if err != nil {
+		t.Fatalf("connecting to mcpmux over stdio: %v\nlog:\n%s", err, p.logs.String())
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, p
+}
+
+// startStdioPipes runs mcpmux on stdio with args and returns it with the
+// pipes of its stdin and stdout, for a client of the test's own. When the
+// test ends its stdin is closed, and it is killed if it has not exited
+// within testTimeout.
+func startStdioPipes(t *testing.T, dir string, args ...string) (*process, io.WriteCloser, io.ReadCloser) {
+	t.Helper()
 	cmd := exec.Command(mcpmuxBin, append([]string{"--config", dir, "--log-level", "debug"}, args...)...)
 	p := &process{cmd: cmd, logs: newLogBuffer(), exited: make(chan struct{})}
 	cmd.Stderr = p.logs
-	// Own pipes instead of mcp.CommandTransport, so that the test, not the
-	// transport, waits for the process and sees how it exited.
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -239,12 +254,7 @@ func startStdioSession(t *testing.T, dir string, opts *mcp.ClientOptions, sessOp
 			_ = cmd.Process.Kill()
 		}
 	})
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(testContext(t), &mcp.IOTransport{Reader: stdout, Writer: stdin}, sessOpts)
-	if err != nil {
-		t.Fatalf("connecting to mcpmux over stdio: %v\nlog:\n%s", err, p.logs.String())
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs, p
+	return p, stdin, stdout
 }
 
 // legacySession pins a go-sdk client to 2025-11-25, the protocol of
@@ -304,23 +314,13 @@ func connectHTTP(t *testing.T, p *process, path string, header http.Header) (*mc
 // header with every request.
 func connectURL(t *testing.T, endpoint string, header http.Header) (*mcp.ClientSession, error) {
 	t.Helper()
-	hc := &http.Client{Transport: headerRoundTripper{header}}
+	hc := &http.Client{Transport: testkit.HeaderTransport{Header: header}}
 	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(testContext(t), transport, legacySession)
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
 	}
 	return cs, err
-}
-
-type headerRoundTripper struct{ h http.Header }
-
-func (rt headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range rt.h {
-		r.Header[k] = v
-	}
-	return http.DefaultTransport.RoundTrip(r)
 }
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {

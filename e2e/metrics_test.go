@@ -45,31 +45,14 @@ func getMetrics(t *testing.T, p *process, auth string) (*http.Response, map[stri
 // metricValue is the value of the series of family name that has (at
 // least) the given labels; histograms give their sample count.
 func metricValue(fams map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-	for _, m := range f.Metric {
-		ok := true
+	return testkit.SeriesValue(fams[name], func(m *dto.Metric) bool {
 		for i := 0; i+1 < len(labels); i += 2 {
 			if !slices.ContainsFunc(m.Label, func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
-				ok = false
-				break
+				return false
 			}
 		}
-		if !ok {
-			continue
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
+		return true
+	})
 }
 
 func TestMetricsScrapedOverHTTP(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // rawClient is an MCP client over stdio that works on the JSON of the
@@ -24,14 +26,14 @@ type rawClient struct {
 	http   bool         // over Streamable HTTP; else stdio
 	writeM sync.Mutex
 
-	mu      sync.Mutex
-	nextID  int
-	waiting map[int]chan rawReply
-	notes   []json.RawMessage // notifications, in order
-	asked   []json.RawMessage // the server's requests, in order
-	tasks   map[string]any    // the results of the tasks it ran for the server, by id
-	root    string            // its root now, if changed (changeRoot)
-	done    chan struct{}     // closed when stdout ends
+	pending testkit.Pending
+
+	mu    sync.Mutex
+	notes []json.RawMessage // notifications, in order
+	asked []json.RawMessage // the server's requests, in order
+	tasks map[string]any    // the results of the tasks it ran for the server, by id
+	root  string            // its root now, if changed (changeRoot)
+	done  chan struct{}     // closed when stdout ends
 }
 
 // rawCaps are the capabilities a rawClient declares.
@@ -53,16 +55,11 @@ func (c rawCaps) String() string {
 	return "none"
 }
 
-type rawReply struct {
-	result json.RawMessage
-	err    json.RawMessage
-}
-
 // startRawClient starts cmd and initializes a session on protocol
 // 2025-11-25, after before (if not nil) returns.
 func startRawClient(t *testing.T, cmd *exec.Cmd, caps rawCaps, before func()) (*rawClient, json.RawMessage) {
 	t.Helper()
-	c := &rawClient{t: t, caps: caps, waiting: map[int]chan rawReply{}, done: make(chan struct{})}
+	c := &rawClient{t: t, caps: caps, done: make(chan struct{})}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -137,13 +134,7 @@ func (c *rawClient) read(stdout io.Reader) {
 }
 
 func (c *rawClient) dispatch(line []byte) {
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
+	var msg testkit.Message
 	if err := json.Unmarshal(line, &msg); err != nil {
 		return
 	}
@@ -158,17 +149,7 @@ func (c *rawClient) dispatch(line []byte) {
 		c.notes = append(c.notes, append(json.RawMessage(nil), line...))
 		c.mu.Unlock()
 	default:
-		var id int
-		if json.Unmarshal(msg.ID, &id) != nil {
-			return
-		}
-		c.mu.Lock()
-		ch := c.waiting[id]
-		delete(c.waiting, id)
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- rawReply{result: msg.Result, err: msg.Error}
-		}
+		c.pending.Answer(msg)
 	}
 }
 
@@ -285,10 +266,10 @@ func (c *rawClient) call(method string, params any) json.RawMessage {
 	_, ch := c.start(method, params)
 	select {
 	case r := <-ch:
-		if r.err != nil {
-			return json.RawMessage(fmt.Sprintf(`{"error":%s}`, r.err))
+		if r.Error != nil {
+			return json.RawMessage(fmt.Sprintf(`{"error":%s}`, r.Error))
 		}
-		return r.result
+		return r.Result
 	case <-c.done:
 		c.t.Fatalf("%s: the server closed its output", method)
 	case <-time.After(testTimeout):
@@ -299,13 +280,8 @@ func (c *rawClient) call(method string, params any) json.RawMessage {
 
 // start sends a request and returns its id and where its answer will
 // arrive.
-func (c *rawClient) start(method string, params any) (int, chan rawReply) {
-	c.mu.Lock()
-	c.nextID++
-	id := c.nextID
-	ch := make(chan rawReply, 1)
-	c.waiting[id] = ch
-	c.mu.Unlock()
+func (c *rawClient) start(method string, params any) (int, <-chan testkit.Reply) {
+	id, ch := c.pending.Start()
 	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
 	if params != nil {
 		msg["params"] = params

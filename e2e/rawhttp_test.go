@@ -18,7 +18,7 @@ import (
 // on the GET stream, opened after initialization.
 func startRawHTTPClient(t *testing.T, url string, caps rawCaps) (*rawClient, json.RawMessage) {
 	t.Helper()
-	c := &rawClient{t: t, caps: caps, http: true, waiting: map[int]chan rawReply{}, done: make(chan struct{})}
+	c := &rawClient{t: t, caps: caps, http: true, done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &rawHTTP{c: c, url: url, ctx: ctx}
 	c.send = h.post

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpmux/mcpmux/internal/testkit"
 	replicaset "github.com/mcpmux/mcpmux/replica"
 )
 
@@ -42,23 +42,7 @@ func callTool2026(t *testing.T, url, tool string, params map[string]any) rpc2026
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"form": map[string]any{}}},
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e-replicas", "version": "1"},
 	}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := testkit.Open2026(testContext(t), t, url, nil, "tools/call", tool, params)
 	defer resp.Body.Close()
 	// 2026-07-28 answers an invalid-params error with 400 (SEP-2575),
 	// and its JSON-RPC error in the body.

@@ -13,66 +13,39 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
-// rawSession is a Streamable HTTP session driven by hand, to see what the
-// SDKs hide: when headers arrive, event ids, retry fields.
-type rawSession struct {
-	t   *testing.T
-	url string
-	id  string
-}
+// rawSession is a Streamable HTTP session driven by hand (testkit.Session)
+// that can resume a stream.
+type rawSession struct{ testkit.Session }
 
 // rawInitialize opens a session on protocol 2025-11-25.
 func rawInitialize(t *testing.T, url string) *rawSession {
 	t.Helper()
-	s := &rawSession{t: t, url: url}
-	resp := s.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	s.id = resp.Header.Get("Mcp-Session-Id")
+	s := &rawSession{testkit.Session{T: t, URL: url, Ctx: testContext(t)}}
+	resp := s.Post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.ID = resp.Header.Get("Mcp-Session-Id")
 	readAll(t, resp.Body)
 	resp.Body.Close()
-	if s.id == "" {
+	if s.ID == "" {
 		t.Fatal("initialize: no Mcp-Session-Id")
 	}
-	resp = s.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp = s.Post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	resp.Body.Close()
 	return s
 }
 
-func (s *rawSession) request(method, body string) *http.Request {
-	req, err := http.NewRequestWithContext(testContext(s.t), method, s.url, strings.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	if s.id != "" {
-		req.Header.Set("Mcp-Session-Id", s.id)
-	}
-	return req
-}
-
-// post sends a message and returns the response as soon as its headers
-// are in.
-func (s *rawSession) post(body string) *http.Response {
-	s.t.Helper()
-	resp, err := http.DefaultClient.Do(s.request(http.MethodPost, body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return resp
-}
-
 // resume sends the GET that resumes a stream after lastEventID.
 func (s *rawSession) resume(lastEventID string) *http.Response {
-	s.t.Helper()
-	req := s.request(http.MethodGet, "")
+	s.T.Helper()
+	req := s.Request(http.MethodGet, "")
 	req.Header.Set("Last-Event-ID", lastEventID)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	return resp
 }
@@ -124,7 +97,7 @@ func TestLongCallIsPrimedAndResumable(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
 	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x__test_long_operation","arguments":{"until":%q}}}`, release)
 
-	resp := s.post(call)
+	resp := s.Post(call)
 	// The headers are here, and the tool runs until release exists.
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("POST tools/call: %d %s, want 200 and an event stream", resp.StatusCode, ct)
@@ -151,15 +124,14 @@ func TestLongCallIsPrimedAndResumable(t *testing.T) {
 	// server has not yet noticed the dropped connection (409: the stream
 	// is still taken).
 	delay, _ := strconv.Atoi(retry.retry)
-	var resumed *http.Response
-	for attempt := 0; ; attempt++ {
-		time.Sleep(time.Duration(delay) * time.Millisecond)
-		resumed = s.resume(priming.id)
-		if resumed.StatusCode != http.StatusConflict || attempt == 10 {
-			break
+	resumed := testkit.Await(t, "the dropped stream can be resumed (no 409)", func() *http.Response {
+		time.Sleep(time.Duration(delay) * time.Millisecond) // the client's part: the retry field's wait
+		resp := s.resume(priming.id)
+		if resp.StatusCode == http.StatusConflict {
+			resp.Body.Close()
 		}
-		resumed.Body.Close()
-	}
+		return resp
+	}, func(resp *http.Response) bool { return resp.StatusCode != http.StatusConflict })
 	defer resumed.Body.Close()
 	if resumed.StatusCode != http.StatusOK {
 		t.Fatalf("GET with Last-Event-ID: %d %s", resumed.StatusCode, readAll(t, resumed.Body))

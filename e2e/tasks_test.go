@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 // mcpTaskClient is a client of a Streamable HTTP endpoint that calls tools as
@@ -30,14 +32,14 @@ func newMCPTaskClient(t *testing.T, url string) *mcpTaskClient {
 // newMCPTaskClientWith initializes a client declaring caps.
 func newMCPTaskClientWith(t *testing.T, url, caps string) *mcpTaskClient {
 	t.Helper()
-	c := &mcpTaskClient{rawSession{t: t, url: url}}
-	resp := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"tasks","version":"1"}}}`)
-	c.id = resp.Header.Get("Mcp-Session-Id")
-	if c.id == "" {
+	c := &mcpTaskClient{rawSession{testkit.Session{T: t, URL: url, Ctx: testContext(t)}}}
+	resp := c.Post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"tasks","version":"1"}}}`)
+	c.ID = resp.Header.Get("Mcp-Session-Id")
+	if c.ID == "" {
 		t.Fatal("initialize: no Mcp-Session-Id")
 	}
 	<-c.messages(resp)
-	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	c.Post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
 	return c
 }
 
@@ -68,19 +70,19 @@ func (c *mcpTaskClient) messages(resp *http.Response) <-chan string {
 // requests the server made on its stream meanwhile (without their ids),
 // each confirmed.
 func (c *mcpTaskClient) call(method string, params any) (answer json.RawMessage, asked []json.RawMessage) {
-	c.t.Helper()
+	c.T.Helper()
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	msgs := c.messages(c.post(string(b)))
+	msgs := c.messages(c.Post(string(b)))
 	timeout := time.After(testTimeout)
 	for {
 		select {
 		case m, ok := <-msgs:
 			if !ok {
-				c.t.Fatalf("%s: the stream ended without an answer", method)
+				c.T.Fatalf("%s: the stream ended without an answer", method)
 			}
 			var msg map[string]json.RawMessage
 			if json.Unmarshal([]byte(m), &msg) != nil {
-				c.t.Fatalf("%s: %s", method, m)
+				c.T.Fatalf("%s: %s", method, m)
 			}
 			switch {
 			case msg["method"] != nil && msg["id"] != nil:
@@ -89,7 +91,7 @@ func (c *mcpTaskClient) call(method string, params any) (answer json.RawMessage,
 					result = map[string]any{"role": "assistant", "model": "m", "content": map[string]any{"type": "text", "text": "sampled"}}
 				}
 				reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg["id"], "result": result})
-				c.post(string(reply)).Body.Close()
+				c.Post(string(reply)).Body.Close()
 				delete(msg, "id")
 				asked = append(asked, mustMarshal(msg))
 			case msg["result"] != nil:
@@ -98,7 +100,7 @@ func (c *mcpTaskClient) call(method string, params any) (answer json.RawMessage,
 				return mustMarshal(map[string]json.RawMessage{"error": msg["error"]}), asked
 			}
 		case <-timeout:
-			c.t.Fatalf("%s: no answer", method)
+			c.T.Fatalf("%s: no answer", method)
 		}
 	}
 }
@@ -208,15 +210,15 @@ func TestTaskRequiredToolThroughMcpmux(t *testing.T) {
 
 // stream opens the session's GET event stream and returns its messages.
 func (c *mcpTaskClient) stream() <-chan string {
-	c.t.Helper()
-	req := c.request(http.MethodGet, "")
+	c.T.Helper()
+	req := c.Request(http.MethodGet, "")
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		c.t.Fatalf("GET stream: %s", resp.Status)
+		c.T.Fatalf("GET stream: %s", resp.Status)
 	}
 	return c.messages(resp)
 }

@@ -78,8 +78,11 @@ type Options struct {
 	// AllowedOrigins are browser origins allowed besides the loopback ones
 	// and those of the settings (patterns as in config.ParseOrigin).
 	AllowedOrigins []string
-	// Logger; nil discards. Its masker (logs.MaskerOf) also masks /healthz.
+	// Logger; nil discards.
 	Logger *slog.Logger
+	// Mask is the masker of Logger (logs.Masked), which also masks
+	// /healthz; nil masks nothing.
+	Mask *logs.Masker
 	// Replicas, if it has peers, forwards a 2026-07-28 retry whose
 	// requestState names a peer to that peer (package replica).
 	Replicas *replica.Set
@@ -120,7 +123,7 @@ func New(opts *Options) *Front {
 		origins:  opts.AllowedOrigins,
 		replicas: opts.Replicas,
 		log:      log,
-		mask:     logs.MaskerOf(log),
+		mask:     opts.Mask,
 		events:   mcp.NewMemoryEventStore(nil),
 		drained:  make(chan struct{}),
 	}

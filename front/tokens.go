@@ -34,6 +34,7 @@ type Tokens struct {
 	current []string // the tokens in force
 	lastErr string   // last problem logged, so that each is logged once
 	log     *slog.Logger
+	mask    *logs.Masker // learns every token read
 }
 
 // NewTokens returns the set of the given tokens; blank ones are ignored.
@@ -143,15 +144,16 @@ func requireToken(tokens *Tokens, next http.Handler) http.Handler {
 type TokenSources struct{ Flag, File string }
 
 // ReadTokens reads the tokens of the first source there is, and teaches
-// them to log's masker. Tokens read from a file are read again by Reload.
-func ReadTokens(src TokenSources, settings *config.Settings, log *slog.Logger) (*Tokens, error) {
+// them to mask, the masker of log (nil masks nothing). Tokens read from a
+// file are read again by Reload.
+func ReadTokens(src TokenSources, settings *config.Settings, log *slog.Logger, mask *logs.Masker) (*Tokens, error) {
 	tokens, file, err := src.read(settings)
 	if err != nil {
 		return nil, err
 	}
-	logs.MaskerOf(log).Add(tokens...)
+	mask.Add(tokens...)
 	t := NewTokens(tokens...)
-	t.sources, t.file, t.current, t.log = src, file, tokens, log
+	t.sources, t.file, t.current, t.log, t.mask = src, file, tokens, log, mask
 	return t, nil
 }
 
@@ -211,7 +213,7 @@ func (t *Tokens) Reload(settings *config.Settings) {
 	if slices.Equal(tokens, t.current) {
 		return
 	}
-	logs.MaskerOf(t.log).Add(tokens...)
+	t.mask.Add(tokens...)
 	if err := t.Set(tokens); err != nil {
 		t.log.Error("token file not applied", "file", file, "error", err)
 		return

@@ -31,7 +31,7 @@ func TestHTTPTokenSources(t *testing.T) {
 		{"token_file", TokenSources{}, settings, []string{"alice-token", "bob-token"}, cfgFile},
 		{"no token", TokenSources{}, &config.Settings{}, nil, ""},
 	} {
-		tokens, err := ReadTokens(c.src, c.settings, slog.New(slog.DiscardHandler))
+		tokens, err := ReadTokens(c.src, c.settings, slog.New(slog.DiscardHandler), nil)
 		if err != nil || !slices.Equal(tokens.current, c.want) || tokens.file != c.file || tokens.Empty() != (c.want == nil) {
 			t.Errorf("%s: tokens %v, error %v; want %q from %q", c.what, tokens, err, c.want, c.file)
 		}
@@ -48,7 +48,7 @@ func TestHTTPTokenSources(t *testing.T) {
 		{TokenSources{Flag: "a b"}, &config.Settings{}, "must not be blank or contain whitespace"},
 		{TokenSources{Flag: " \t"}, &config.Settings{}, "must not be blank or contain whitespace"},
 	} {
-		_, err := ReadTokens(c.src, c.settings, slog.New(slog.DiscardHandler))
+		_, err := ReadTokens(c.src, c.settings, slog.New(slog.DiscardHandler), nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.src, err, c.want)
 		}
@@ -66,8 +66,9 @@ func TestTokenRotationKeepsTheTokensInForceOnAProblem(t *testing.T) {
 	file := testkit.WriteFile(t, filepath.Join(dir, "tokens"), "first\n")
 	settings := &config.Settings{TokenFile: file, File: "mcpmux.yaml"}
 	var logBuf bytes.Buffer
-	log := logs.Masked(slog.New(slog.NewTextHandler(&logBuf, nil)), &logs.Masker{})
-	r, err := ReadTokens(TokenSources{}, settings, log)
+	mask := &logs.Masker{}
+	log := logs.Masked(slog.New(slog.NewTextHandler(&logBuf, nil)), mask)
+	r, err := ReadTokens(TokenSources{}, settings, log, mask)
 	if err != nil {
 		t.Fatal(err)
 	}

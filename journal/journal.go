@@ -15,9 +15,11 @@ import (
 // Options configure a Journal.
 type Options struct {
 	// Log receives write failures (once per file until it works again);
-	// nil discards. Its masker (logs.MaskerOf) also hides the config's
-	// secrets in every line written.
+	// nil discards.
 	Log *slog.Logger
+	// Mask hides the config's secrets in every line written; nil masks
+	// nothing.
+	Mask *logs.Masker
 	// OnError is called for every line that could not be written, e.g.
 	// to count it; nil means nobody is told but the log.
 	OnError func()
@@ -60,12 +62,11 @@ type file struct {
 func New(opts *Options) *Journal {
 	j := &Journal{files: map[string]*file{}}
 	if opts != nil {
-		j.log, j.onError = opts.Log, opts.OnError
+		j.log, j.mask, j.onError = opts.Log, opts.Mask, opts.OnError
 	}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
 	}
-	j.mask = logs.MaskerOf(j.log)
 	return j
 }
 

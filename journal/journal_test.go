@@ -16,11 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
-
-func text(s string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
-}
 
 // readLines decodes every line of a file, failing on any that is not
 // whole JSON.
@@ -59,11 +56,11 @@ func TestCallLine(t *testing.T) {
 	// A fallback: a derived call's hits and answers count, its route not.
 	d := c.Derived()
 	d.Routed("fetch", "")
-	d.Answered("fetch__fetch", json.RawMessage(`{"url":"https://x/broken"}`), EncodeResult(text("page")), true)
+	d.Answered("fetch__fetch", json.RawMessage(`{"url":"https://x/broken"}`), EncodeResult(testkit.TextResult("page")), true)
 	d.Failed("timeout", time.Second)
 	c.Hit("scrape-fallback", "fallback")
-	d.End(encoded(text("ignored")))
-	c.End(encoded(text("[Fallback: ...] page")))
+	d.End(encoded(testkit.TextResult("ignored")))
+	c.End(encoded(testkit.TextResult("[Fallback: ...] page")))
 
 	lines := readLines(t, filepath.Join(dir, "task-1.jsonl"))
 	if len(lines) != 1 || errs.Load() != 0 {
@@ -95,7 +92,7 @@ func TestCallLine(t *testing.T) {
 func TestMultilineArguments(t *testing.T) {
 	j, dir, _ := newJournal(t, 1<<20)
 	c := j.Begin(Start{Tool: "x", Arguments: json.RawMessage("{\n  \"a\": \"b\\nc\"\r\n}")})
-	c.End(encoded(text("a")))
+	c.End(encoded(testkit.TextResult("a")))
 	if l := readLines(t, filepath.Join(dir, DefaultTask+Ext)); len(l) != 1 || string(l[0].Arguments) != `{"a":"b\nc"}` {
 		t.Errorf("lines %+v", l)
 	}
@@ -106,7 +103,7 @@ func TestPlainCallHasNoAnswers(t *testing.T) {
 	args := json.RawMessage(`{"text":"hi"}`)
 	c := j.Begin(Start{Tool: "fx__echo", Arguments: args})
 	c.Routed("fx", "")
-	res := text("hi")
+	res := testkit.TextResult("hi")
 	c.Answered("fx__echo", args, EncodeResult(res), false)
 	c.End(encoded(res))
 	// A refusal: no server answered.
@@ -141,7 +138,7 @@ func TestConcurrentLinesAreWhole(t *testing.T) {
 			for i := range 10 {
 				payload := strings.Repeat(fmt.Sprint(w), 1+(w*i*997)%20000)
 				c := j.Begin(Start{Task: "t", Tool: "x", Arguments: json.RawMessage(fmt.Sprintf(`{"w":%d,"i":%d}`, w, i))})
-				c.End(encoded(text(payload)))
+				c.End(encoded(testkit.TextResult(payload)))
 			}
 		})
 	}
@@ -156,7 +153,7 @@ func TestRotation(t *testing.T) {
 	j, dir, errs := newJournal(t, 4096)
 	for i := range 40 {
 		c := j.Begin(Start{Task: "t", Tool: "x", Arguments: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
-		c.End(encoded(text(strings.Repeat("a", 300))))
+		c.End(encoded(testkit.TextResult(strings.Repeat("a", 300))))
 	}
 	cur, old := filepath.Join(dir, "t"+Ext), filepath.Join(dir, "t"+Ext+".1")
 	for _, p := range []string{cur, old} {
@@ -180,7 +177,7 @@ func TestRotation(t *testing.T) {
 	j.Configure(dir+"-cat", 4096)
 	for i := range 20 {
 		c := j.Begin(Start{Task: "t", Tool: "x", Catalog: func() []Server { return []Server{{Name: "s"}} }, Arguments: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
-		c.End(encoded(text(strings.Repeat("a", 300))))
+		c.End(encoded(testkit.TextResult(strings.Repeat("a", 300))))
 	}
 	for _, p := range []string{filepath.Join(dir+"-cat", "t"+Ext), filepath.Join(dir+"-cat", "t"+Ext+".1")} {
 		if l := readLines(t, p); l[0].Kind != KindCatalog {
@@ -196,7 +193,7 @@ func TestRotation(t *testing.T) {
 // A journal that cannot be written is logged once and counted per line;
 // the writer carries on, and resumes when it can write again.
 func TestUnwritableJournal(t *testing.T) {
-	var logBuf syncBuffer
+	var logBuf testkit.Buffer
 	errs := new(atomic.Int32)
 	j := New(&Options{Log: slog.New(slog.NewTextHandler(&logBuf, nil)), OnError: func() { errs.Add(1) }})
 	blocker := filepath.Join(t.TempDir(), "file")
@@ -205,7 +202,7 @@ func TestUnwritableJournal(t *testing.T) {
 	}
 	j.Configure(filepath.Join(blocker, "journal"), 1<<20) // a directory below a regular file
 	for range 3 {
-		j.Begin(Start{Task: "t", Tool: "x"}).End(encoded(text("a")))
+		j.Begin(Start{Task: "t", Tool: "x"}).End(encoded(testkit.TextResult("a")))
 	}
 	if errs.Load() != 3 || strings.Count(logBuf.String(), "cannot write") != 1 {
 		t.Errorf("%d errors; log:\n%s", errs.Load(), logBuf.String())
@@ -220,8 +217,8 @@ func TestUnwritableJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	j.Configure(dir, 1<<20)
-	j.Begin(Start{Task: "full", Tool: "x"}).End(encoded(text("a")))
-	j.Begin(Start{Task: "ok", Tool: "x"}).End(encoded(text("a")))
+	j.Begin(Start{Task: "full", Tool: "x"}).End(encoded(testkit.TextResult("a")))
+	j.Begin(Start{Task: "ok", Tool: "x"}).End(encoded(testkit.TextResult("a")))
 	if errs.Load() != 4 {
 		t.Errorf("%d errors after a full disk", errs.Load())
 	}
@@ -231,7 +228,7 @@ func TestUnwritableJournal(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "full"+Ext)); err != nil {
 		t.Fatal(err)
 	}
-	j.Begin(Start{Task: "full", Tool: "x"}).End(encoded(text("a")))
+	j.Begin(Start{Task: "full", Tool: "x"}).End(encoded(testkit.TextResult("a")))
 	if errs.Load() != 4 || !strings.Contains(logBuf.String(), "writing again") {
 		t.Errorf("%d errors after the disk came back; log:\n%s", errs.Load(), logBuf.String())
 	}
@@ -241,11 +238,11 @@ func TestSecretsAreMasked(t *testing.T) {
 	m := &logs.Masker{}
 	m.Add("sk-live-123456", "true", `back\`)
 	dir := t.TempDir()
-	j := New(&Options{Log: logs.Masked(slog.New(slog.DiscardHandler), m)})
+	j := New(&Options{Log: logs.Masked(slog.New(slog.DiscardHandler), m), Mask: m})
 	j.Configure(dir, 1<<20)
 	c := j.Begin(Start{Task: "t", Tool: "x", Client: &Client{Name: "sk-live-123456"}, Arguments: json.RawMessage(`{"key":"sk-live-123456","ok":true,"p":"a\\back\\\"q"}`)})
-	c.Answered("x", json.RawMessage(`{"key":"sk-live-123456"}`), EncodeResult(text("your key is sk-live-123456")), false)
-	c.End(encoded(text("your key is sk-live-123456")))
+	c.Answered("x", json.RawMessage(`{"key":"sk-live-123456"}`), EncodeResult(testkit.TextResult("your key is sk-live-123456")), false)
+	c.End(encoded(testkit.TextResult("your key is sk-live-123456")))
 	raw, err := os.ReadFile(filepath.Join(dir, "t"+Ext))
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +296,7 @@ func TestCatalogLines(t *testing.T) {
 	asked := 0
 	catalog := func() []Server { asked++; return cat }
 	for range 2 {
-		j.Begin(Start{Task: "t", Profile: "p", Tool: "fx__echo", Catalog: catalog}).End(encoded(text("a")))
+		j.Begin(Start{Task: "t", Profile: "p", Tool: "fx__echo", Catalog: catalog}).End(encoded(testkit.TextResult("a")))
 	}
 	j.Catalog(Header{Task: "t", Profile: "p", Session: "s"}, cat) // unchanged: no line
 	j.Catalog(Header{Task: "t", Profile: "q", Session: "s"}, cat) // another profile
@@ -386,23 +383,6 @@ func TestCanonical(t *testing.T) {
 	if _, ok := Canonical(json.RawMessage(`{"a":`)); ok {
 		t.Error("truncated JSON is canonical")
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // encoded is res as End takes it.

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 // Call is one tool call as the rules see it.
@@ -46,6 +48,9 @@ func (c *Call) args() (any, bool) {
 type Env struct {
 	// Log receives every action of a rule; nil discards.
 	Log *slog.Logger
+	// Mask is the masker of Log: it masks a failed fallback's text
+	// before it is cut to be logged; nil masks nothing.
+	Mask *logs.Masker
 	// Call runs another tool, by exposed name, through the caller's
 	// pipeline (resolution, blacklist, rules); nil disables fallbacks.
 	Call func(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult

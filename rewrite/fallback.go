@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpmux/mcpmux/internal/logs"
 )
 
 // fallbackKind is the rule that calls the fallback tool when a matching
@@ -88,7 +86,7 @@ func (f *fallback) after(ctx context.Context, c *Call, res *mcp.CallToolResult, 
 		if res2 != nil {
 			// Masked before it is cut: cut first, a secret across the cut
 			// would show its first characters in the log.
-			text = logs.MaskerOf(env.Log).Mask(ResultText(res2))
+			text = env.Mask.Mask(ResultText(res2))
 			if len(text) > 300 {
 				text = strings.ToValidUTF8(text[:300], "") + "..."
 			}

@@ -276,7 +276,8 @@ func TestFallbackFailureLogIsMaskedBeforeTheCut(t *testing.T) {
 	m := &logs.Masker{}
 	m.Add(secret)
 	env := &Env{
-		Log: logs.Masked(slog.New(slog.NewTextHandler(&out, nil)), m),
+		Log:  logs.Masked(slog.New(slog.NewTextHandler(&out, nil)), m),
+		Mask: m,
 		Call: func(context.Context, string, json.RawMessage) *mcp.CallToolResult {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("e", 295) + secret}}}
 		},

@@ -420,7 +420,7 @@ func (srv *Server) command(runID string) (*exec.Cmd, *childStderr, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the stderr pipe: %w", err)
 	}
-	stderr := &childStderr{lineLogger: newLineLogger(srv.log, "stderr"), w: w, copied: make(chan struct{})}
+	stderr := &childStderr{lineLogger: newLineLogger(srv.log, srv.opts.Mask, "stderr"), w: w, copied: make(chan struct{})}
 	go stderr.drain(r)
 	cmd.Stderr = w
 	// Own process group, so that shutdown reaches an npx wrapper's child

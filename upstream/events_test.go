@@ -28,14 +28,7 @@ func TestPoolEventsReachEveryListenerFromWhenItListens(t *testing.T) {
 			})
 	}
 	tool("first")
-	pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
-			t.Error(err)
-		}
-		return ct
-	}})
-	defer pool.Close(context.Background(), time.Second)
+	pool := memoryPool(t, srv)
 
 	type heard struct{ changed, logs chan string }
 	listen := func() heard {
@@ -117,14 +110,7 @@ func TestSharedConnectionAsksTheSoleClientOutsideCalls(t *testing.T) {
 					}()
 				},
 			})
-			pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
-				ct, st := mcp.NewInMemoryTransports()
-				if _, err := srv.Connect(context.Background(), st, nil); err != nil {
-					t.Error(err)
-				}
-				return ct
-			}})
-			defer pool.Close(context.Background(), time.Second)
+			pool := memoryPool(t, srv)
 			if sole {
 				pool.Listen(Events{SoleClient: func(context.Context) Caller {
 					return rootsCaller{newTaskCaller("sole"), "file:///sole"}
@@ -156,14 +142,7 @@ func TestRootsChangedReachesTheSharedConnectionOfTheSoleClient(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "a"}, &mcp.ServerOptions{
 		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { changed <- struct{}{} },
 	})
-	pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
-			t.Error(err)
-		}
-		return ct
-	}})
-	defer pool.Close(context.Background(), time.Second)
+	pool := memoryPool(t, srv)
 	a := server(t, "a", "1")
 	a.Protocol = config.Protocol2025
 	pool.Apply(context.Background(), []*config.Server{a}, time.Minute)
@@ -185,4 +164,18 @@ func TestRootsChangedReachesTheSharedConnectionOfTheSoleClient(t *testing.T) {
 		t.Error("a roots/list_changed of a client that is not the sole one reached the shared connection")
 	default:
 	}
+}
+
+// memoryPool is a pool whose every server is a connection to srv in
+// memory; it is closed when the test ends.
+func memoryPool(t *testing.T, srv *mcp.Server) *Pool {
+	pool := NewPool(&Options{Transport: func(*config.Server) mcp.Transport {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+			t.Error(err)
+		}
+		return ct
+	}})
+	t.Cleanup(func() { pool.Close(context.Background(), time.Second) })
+	return pool
 }

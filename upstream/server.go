@@ -43,6 +43,9 @@ var States = []State{StateStarting, StateUp, StateRestarting, StateFailed, State
 type Options struct {
 	// Logger receives the pool's logs and children's stderr; nil discards.
 	Logger *slog.Logger
+	// Mask is the masker of Logger (logs.Masked), which also masks the
+	// children's stderr quoted in errors; nil masks nothing.
+	Mask *logs.Masker
 	// ClientInfo is how mcpmux introduces itself to tool servers.
 	ClientInfo *mcp.Implementation
 	// ConnectTimeout bounds a connection attempt of a server that sets

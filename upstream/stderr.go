@@ -47,8 +47,10 @@ type lineLogger struct {
 	kept     int               // lines in tail
 }
 
-func newLineLogger(log *slog.Logger, stream string) *lineLogger {
-	return &lineLogger{log: log, mask: logs.MaskerOf(log), stream: stream}
+// newLineLogger logs the lines of stream to log; mask is the masker of log
+// (nil masks nothing), which also masks the lines Tail returns.
+func newLineLogger(log *slog.Logger, mask *logs.Masker, stream string) *lineLogger {
+	return &lineLogger{log: log, mask: mask, stream: stream}
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {

@@ -14,7 +14,7 @@ import (
 // chunk the pipe delivers: 64 KiB of 120-byte lines, almost all of them
 // over the rate limit (the logger discards what it logs).
 func BenchmarkStderrFlood(b *testing.B) {
-	l := newLineLogger(slog.New(slog.DiscardHandler), "stderr")
+	l := newLineLogger(slog.New(slog.DiscardHandler), nil, "stderr")
 	chunk := bytes.Repeat([]byte("flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood\n"), 64<<10/121)
 	b.SetBytes(int64(len(chunk)))
 	for b.Loop() {
@@ -51,7 +51,7 @@ func TestStderrDrainAcrossBufferSizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &childStderr{lineLogger: newLineLogger(slog.New(h), "stderr"), w: w, copied: make(chan struct{})}
+	e := &childStderr{lineLogger: newLineLogger(slog.New(h), nil, "stderr"), w: w, copied: make(chan struct{})}
 	go e.drain(r)
 	var want []string
 	var all bytes.Buffer

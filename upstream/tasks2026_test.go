@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/internal/tasktest"
+	"github.com/mcpmux/mcpmux/internal/testkit"
 )
 
 func startTaskServer2026(t *testing.T) (*Server, *tasktest.Extension) {
@@ -62,7 +62,9 @@ func TestTask2026FinishedForAPlainCaller(t *testing.T) {
 	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "elicitation") {
 		t.Fatalf("job without elicitation: %v, want an InputError naming elicitation", err)
 	}
-	waitFor(t, "the task cancelled", func() bool {
+	// The cancel is sent in the background, after the error: nothing
+	// announces it but the server seeing it.
+	testkit.Eventually(t, "the task cancelled", func() bool {
 		_, _, _, cancelled := ts.Seen()
 		return strings.Join(cancelled, ",") == "task-3"
 	})
@@ -148,19 +150,6 @@ func TestTask2026SpokenOfIn2025Terms(t *testing.T) {
 	var rpc *RPCError
 	if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeMethodNotFound {
 		t.Errorf("tasks/list: %v, want method not found (the extension lists no tasks)", err)
-	}
-}
-
-// waitFor polls cond until it holds, with a generous deadline: what it
-// waits for happens in the background.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -82,7 +82,7 @@ func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
 
 func TestLineLogger(t *testing.T) {
 	h := &recordHandler{}
-	l := newLineLogger(slog.New(h), "stderr")
+	l := newLineLogger(slog.New(h), nil, "stderr")
 	fmt.Fprint(l, "first\nsec")
 	fmt.Fprint(l, "ond\r\n\nthird")
 	if got := l.Tail(); got != "first | second | third" {
@@ -113,7 +113,7 @@ func TestLineLoggerMasksBeforeCutting(t *testing.T) {
 	h := &recordHandler{}
 	m := &logs.Masker{}
 	m.Add(secret)
-	l := newLineLogger(logs.Masked(slog.New(h), m), "stderr")
+	l := newLineLogger(logs.Masked(slog.New(h), m), m, "stderr")
 	fmt.Fprint(l, strings.Repeat("a", maxLogLine-5)+secret+" end of a long line\n")
 	fmt.Fprint(l, strings.Repeat("b", maxTailLine-5)+secret+"\n")
 	fmt.Fprint(l, strings.Repeat("c", maxPendingBytes-5)+secret)
@@ -223,7 +223,7 @@ func TestLineLoggerPassesChildRecordsThrough(t *testing.T) {
 			return a
 		},
 	})), m).With("server", "fetch")
-	l := newLineLogger(log, "stderr")
+	l := newLineLogger(log, m, "stderr")
 	fmt.Fprintln(l, `time=2026-12-04T08:38:22.182Z level=INFO msg="fetch server ready on stdio" timeout=30s allow_private_networks=false`)
 	fmt.Fprintln(l, `{"time":"2026-12-04T08:38:22Z","level":"warn","msg":"retrying","key":"sk-hidden-1234","attempt":2}`)
 	fmt.Fprintln(l, `Secure MCP Filesystem Server running on stdio`)

@@ -101,21 +101,6 @@ func Masked(log *slog.Logger, m *Masker) *slog.Logger {
 	return slog.New(&maskHandler{base: log.Handler(), m: m})
 }
 
-// MaskerOf returns the masker of a logger made by Masked (or derived from
-// one with With, or wrapped by QuietInfo), or nil.
-func MaskerOf(log *slog.Logger) *Masker {
-	if log == nil {
-		return nil
-	}
-	switch h := log.Handler().(type) {
-	case *maskHandler:
-		return h.m
-	case demote:
-		return MaskerOf(slog.New(h.h))
-	}
-	return nil
-}
-
 // maskHandler applies With and WithGroup to base itself, so that it can
 // redo them, masked anew, when the masker learns a secret.
 type maskHandler struct {

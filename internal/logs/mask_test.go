@@ -39,9 +39,6 @@ func TestMaskedLogger(t *testing.T) {
 		m := &Masker{}
 		log := Masked(slog.New(h), m).With("server", "s", "cfg", "pw=hunter22")
 		m.Add("hunter22")
-		if MaskerOf(log) != m || MaskerOf(QuietInfo(log)) != m {
-			t.Fatal("MaskerOf does not find the masker")
-		}
 		log.Info("child said hunter22", "line", "echo hunter22", "error", errors.New("failed: hunter22"),
 			slog.Group("g", "k", "hunter22"), "n", 5)
 		QuietInfo(log).Warn("sdk hunter22")

@@ -13,16 +13,12 @@ import (
 	"github.com/mcpmux/mcpmux/journal"
 )
 
-func text(s string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
-}
-
 // record writes a call of tool with args answered by answer, as the
 // pipeline would.
 func record(j *journal.Journal, task, tool, args, answer string) {
 	c := j.Begin(journal.Start{Task: task, Tool: tool, Arguments: json.RawMessage(args)})
 	c.Routed(strings.Split(tool, "__")[0], "")
-	res := text(answer)
+	res := testkit.TextResult(answer)
 	c.Answered(tool, json.RawMessage(args), journal.EncodeResult(res), false)
 	c.End(encoded(res))
 }
@@ -42,9 +38,9 @@ func recorded(t *testing.T) string {
 	c := j.Begin(journal.Start{Task: "t1", Tool: "web__scrape", Arguments: json.RawMessage(`{"url":"u"}`)})
 	c.Routed("web", "")
 	c.Answered("web__scrape", json.RawMessage(`{"url":"u"}`), journal.EncodeResult(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "unhandled errors"}}}), false)
-	c.Derived().Answered("fetch__fetch", json.RawMessage(`{"url":"u"}`), journal.EncodeResult(text("page")), false)
+	c.Derived().Answered("fetch__fetch", json.RawMessage(`{"url":"u"}`), journal.EncodeResult(testkit.TextResult("page")), false)
 	c.Hit("scrape-fallback", "fallback")
-	c.End(encoded(text("[Fallback] page")))
+	c.End(encoded(testkit.TextResult("[Fallback] page")))
 	// A refusal: nothing to replay.
 	c = j.Begin(journal.Start{Task: "t1", Tool: "web__scrape", Arguments: json.RawMessage(`{"url":"hf"}`)})
 	c.Hit("no-benchmark-answers", "refused")
