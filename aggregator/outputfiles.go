@@ -168,7 +168,7 @@ func (f *outputFiles) add(ctx context.Context, a *Aggregator, ss *mcp.ServerSess
 	f.bySession[ss] = tokens
 	f.mu.Unlock()
 	if first {
-		a.client(ctx, ss).whenEnded(func() { f.forget(ss) })
+		a.clients.whenEnded(ctx, ss, func() { f.forget(ss) })
 	}
 	return filesScheme + token + "/" + path.Base(filepath.ToSlash(file))
 }

@@ -305,7 +305,7 @@ func (a *Aggregator) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCl
 	ss, err := s.Connect(ctx, &stdioconn.IOTransport{Reader: in, Writer: w, Options: stdioconn.Options{
 		Role:    stdioconn.Server,
 		Logger:  a.log,
-		Rewrite: func(line []byte) []byte { return a.stdioLevel(w.ss.Load(), liftLine(line, w.cancel)) },
+		Rewrite: func(line []byte) []byte { return a.clients.stdioLevel(w.ss.Load(), liftLine(line, w.cancel)) },
 	}}, nil)
 	if err != nil {
 		return err
@@ -333,7 +333,7 @@ func (a *Aggregator) LiftBody(r *http.Request, body []byte) []byte {
 		return body
 	}
 	out, changed := liftPayload(body)
-	if kept := a.withKeptLevel(r, out); !bytes.Equal(kept, out) {
+	if kept := a.clients.withKeptLevel(r, out); !bytes.Equal(kept, out) {
 		out, changed = kept, true // removed2026.go
 	}
 	if !changed {
