@@ -90,11 +90,10 @@ type Aggregator struct {
 	catalog  *Catalog
 	profiles map[string]*profile
 
-	clients   *clientSessions // what mcpmux keeps of each client, and passes on to the servers (clients.go)
-	files     outputFiles     // files of output_dir servers served to the session they were linked to (outputfiles.go)
-	stdioOuts sync.Map        // *mcp.ServerSession → *stdioOut: stdout of a stdio session (taskfront.go)
-	sole      soleClient      // the client of an instance serving stdio (soleclient.go)
-	streams   clientStreams   // open GET streams of HTTP sessions (taskfront.go)
+	clients *clientSessions // what mcpmux keeps of each client, and passes on to the servers (clients.go)
+	out     *clientOut      // what mcpmux writes to clients outside the go-sdk: stdout, GET streams (taskfront.go)
+	files   outputFiles     // files of output_dir servers served to the session they were linked to (outputfiles.go)
+	sole    soleClient      // the client of an instance serving stdio (soleclient.go)
 
 	pass    *passThrough // prompts, resources, completion, server logs (passthrough.go)
 	metrics *metrics.Metrics
@@ -175,6 +174,7 @@ func New(opts *Options) *Aggregator {
 		pool: opts.Pool, log: log, sole: &a.sole,
 		runIDOf: a.runIDOf, request: a.request, profiles: a.allProfiles,
 	}
+	a.out = &clientOut{log: log, sole: &a.sole, stdioLevel: a.clients.stdioLevel, keptLevel: a.clients.withKeptLevel}
 	a.mcpTasks = &mcpTasks{
 		stateless: a.stateless,
 		log:       a.log,
@@ -440,7 +440,7 @@ func (a *Aggregator) RunStdio(ctx context.Context, profileName string) error {
 		return fmt.Errorf("unknown profile %q", profileName)
 	}
 	// As s.Run with mcp.StdioTransport, with the seams of tasks.
-	return a.serveStdio(ctx, s, os.Stdin, os.Stdout)
+	return a.out.serveStdio(ctx, s, os.Stdin, os.Stdout)
 }
 
 // needsCatalog reports whether answering method depends on the catalog.

@@ -126,7 +126,7 @@ func (a *Aggregator) expose(ctx context.Context, v *view, ss *mcp.ServerSession,
 	if added == 0 {
 		return 0, false
 	}
-	return added, a.notifyClient(ss, "notifications/tools/list_changed", json.RawMessage(`{}`))
+	return added, a.out.notify(ss, "notifications/tools/list_changed", json.RawMessage(`{}`))
 }
 
 // touchExposed marks a called tool as used, if it was exposed to the

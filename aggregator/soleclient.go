@@ -39,8 +39,11 @@ const soleClientWait = 30 * time.Second
 // ExpectStdioClient says this instance is about to serve its one client on
 // stdio (before it starts the servers, whose first requests may come
 // before that client has initialized): what they ask outside any call
-// goes to that client.
-func (a *Aggregator) ExpectStdioClient() { a.sole.expected.Store(true) }
+// goes to that client. It stays on Aggregator for package app.
+func (a *Aggregator) ExpectStdioClient() { a.sole.expect() }
+
+// expect says this instance serves its one client on stdio.
+func (s *soleClient) expect() { s.expected.Store(true) }
 
 // changed records a change and wakes the waiters; under s.mu.
 func (s *soleClient) changedLocked() {
