@@ -92,7 +92,7 @@ type Aggregator struct {
 
 	clients *clientSessions // what mcpmux keeps of each client, and passes on to the servers (clients.go)
 	out     *clientOut      // what mcpmux writes to clients outside the go-sdk: stdout, GET streams (taskfront.go)
-	files   outputFiles     // files of output_dir servers served to the session they were linked to (outputfiles.go)
+	files   *outputFiles    // files of output_dir servers served to the session they were linked to (outputfiles.go)
 	sole    soleClient      // the client of an instance serving stdio (soleclient.go)
 
 	pass    *passThrough // prompts, resources, completion, server logs (passthrough.go)
@@ -174,6 +174,7 @@ func New(opts *Options) *Aggregator {
 		pool: opts.Pool, log: log, sole: &a.sole,
 		runIDOf: a.runIDOf, request: a.request, profiles: a.allProfiles,
 	}
+	a.files = &outputFiles{stateless: a.stateless, settings: a.current.Load, whenEnded: a.clients.whenEnded}
 	a.out = &clientOut{log: log, sole: &a.sole, stdioLevel: a.clients.stdioLevel, keptLevel: a.clients.withKeptLevel}
 	a.mcpTasks = &mcpTasks{
 		stateless: a.stateless,
@@ -333,7 +334,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.mcpTasks.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.clients.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.callMiddleware(p), a.clients.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.clients.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.files.middleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.callMiddleware(p), a.clients.logLevelMiddleware)
 	return p
 }
 
