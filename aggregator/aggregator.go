@@ -67,10 +67,6 @@ type Options struct {
 
 // Aggregator serves the merged catalog of a pool.
 type Aggregator struct {
-	// levels are the log levels of 2026-07-28 clients over HTTP
-	// (removed2026.go).
-	levels keptLevels
-
 	// seen are the capability sets of the clients that have come and
 	// declared fewer than shared connections: what each server lists to
 	// them is asked when they come, and of servers that come up later
@@ -98,11 +94,10 @@ type Aggregator struct {
 	catalog  *Catalog
 	profiles map[string]*profile
 
-	clients   clientSessions // what mcpmux keeps of each client session (clients.go)
-	files     outputFiles    // files of output_dir servers served to the session they were linked to (outputfiles.go)
-	stdioOuts sync.Map       // *mcp.ServerSession → *stdioOut: stdout of a stdio session (taskfront.go)
-	sole      soleClient     // the client of an instance serving stdio (soleclient.go)
-	streams   clientStreams  // open GET streams of HTTP sessions (taskfront.go)
+	clients *clientSessions // what mcpmux keeps of each client, and passes on to the servers (clients.go)
+	out     *clientOut      // what mcpmux writes to clients outside the go-sdk: stdout, GET streams (taskfront.go)
+	files   *outputFiles    // files of output_dir servers served to the session they were linked to (outputfiles.go)
+	sole    soleClient      // the client of an instance serving stdio (soleclient.go)
 
 	pass    *passThrough // prompts, resources, completion, server logs (passthrough.go)
 	metrics *metrics.Metrics
@@ -178,6 +173,13 @@ func New(opts *Options) *Aggregator {
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)
 	}
+	a.sole.newCaller = a.newCaller
+	a.clients = &clientSessions{
+		pool: opts.Pool, log: log, sole: &a.sole,
+		runIDOf: a.runIDOf, request: a.request, profiles: a.allProfiles,
+	}
+	a.files = &outputFiles{stateless: a.stateless, settings: a.current.Load, whenEnded: a.clients.whenEnded}
+	a.out = &clientOut{log: log, sole: &a.sole, stdioLevel: a.clients.stdioLevel, keptLevel: a.clients.withKeptLevel}
 	a.mcpTasks = &mcpTasks{
 		stateless: a.stateless,
 		log:       a.log,
@@ -188,7 +190,7 @@ func New(opts *Options) *Aggregator {
 		request:   a.request,
 		ruleCall:  a.ruleCall,
 		runIDOf:   a.runIDOf,
-		whenEnded: func(ss *mcp.ServerSession, f func()) { a.client(context.Background(), ss).whenEnded(f) },
+		whenEnded: func(ss *mcp.ServerSession, f func()) { a.clients.whenEnded(context.Background(), ss, f) },
 	}
 	a.pass = &passThrough{
 		pool: opts.Pool, log: log, stateless: opts.Stateless,
@@ -208,7 +210,7 @@ func New(opts *Options) *Aggregator {
 		Changed:         func(string) { a.Sync() },
 		Log:             a.pass.broadcastLog,
 		ResourceUpdated: a.pass.resourceUpdated,
-		SoleClient:      a.soleCaller,
+		SoleClient:      a.sole.caller,
 	})
 	return a
 }
@@ -263,7 +265,7 @@ func (a *Aggregator) rebuildLocked() {
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
 	a.catalog.drift = a.checkPins(a.catalog, a.settings)
 	// Servers added by a reload get the clients' log level too.
-	go a.pushLogLevel(context.Background(), a.lowestLevel())
+	go a.clients.pushLogLevel(context.Background(), a.clients.lowestLevel())
 	for _, err := range a.catalog.Conflicts {
 		a.log.Error("tool not exposed", "error", err)
 	}
@@ -327,7 +329,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 		// A client's changed roots reach the servers whose roots are its.
 		//lint:ignore SA1019 roots are deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where they are not, and passes a client's roots to the servers that ask for them.
 		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
-			a.rootsChanged(ctx, p, req.Session)
+			a.clients.rootsChanged(ctx, p, req.Session)
 		},
 		// Every version the SDK speaks: 2025-11-25 and older clients
 		// initialize a session; 2026-07-28 clients send each request on
@@ -336,7 +338,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.mcpTasks.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.clients.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.files.middleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.callMiddleware(p), a.clients.logLevelMiddleware)
 	return p
 }
 
@@ -443,7 +445,7 @@ func (a *Aggregator) RunStdio(ctx context.Context, profileName string) error {
 		return fmt.Errorf("unknown profile %q", profileName)
 	}
 	// As s.Run with mcp.StdioTransport, with the seams of tasks.
-	return a.serveStdio(ctx, s, os.Stdin, os.Stdout)
+	return a.out.serveStdio(ctx, s, os.Stdin, os.Stdout)
 }
 
 // needsCatalog reports whether answering method depends on the catalog.

@@ -194,7 +194,7 @@ func (c *sessionCaller) Log(ctx context.Context, p *mcp.LoggingMessageParams) {
 // HTTP it goes on the session's GET stream, if the client has one open;
 // else it is not sent, which the spec allows (clients poll tasks/get).
 func (c *sessionCaller) TaskStatus(_ context.Context, params json.RawMessage) {
-	if !c.a.notifyClient(c.ss, "notifications/tasks/status", params) {
+	if !c.a.out.notify(c.ss, "notifications/tasks/status", params) {
 		c.a.log.Debug("task status not sent: the client has no open stream", "session", c.id)
 	}
 }
@@ -202,7 +202,7 @@ func (c *sessionCaller) TaskStatus(_ context.Context, params json.RawMessage) {
 // ResourcesChanged tells the client that its own connection to a server
 // lists other resources (upstream.Server.ClientResources).
 func (c *sessionCaller) ResourcesChanged() {
-	if !c.a.notifyClient(c.ss, "notifications/resources/list_changed", nil) {
+	if !c.a.out.notify(c.ss, "notifications/resources/list_changed", nil) {
 		c.a.log.Debug("resources/list_changed not sent: the client has no open stream", "session", c.id)
 	}
 }

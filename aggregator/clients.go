@@ -5,6 +5,7 @@ package aggregator
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,8 +35,31 @@ type clientSession struct {
 	ended       bool
 }
 
-// clientSessions are the client sessions of all profiles.
+// clientSessions is the registry of what mcpmux keeps per client: the
+// state of each client session of all profiles, from its first request to
+// its end, and the log levels of 2026-07-28 clients over HTTP, which have
+// no session (removed2026.go). It passes on what is the clients' to the
+// servers: their lowest log level (logging.go), their roots, and each
+// session's own connections. It is given what it needs in New, not the
+// Aggregator.
 type clientSessions struct {
+	pool *upstream.Pool
+	log  *slog.Logger
+	// runIDOf and request are the aggregator's (request.go): the run a
+	// session's initialize names, and the upstream request its own
+	// connections are opened with, as any other request of it.
+	runIDOf func(mcp.Meta, *mcp.RequestExtra) string
+	request func(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, runID string) upstream.Request
+	// profiles are the profiles of the moment, whose list notes forget a
+	// session that has ended (listnotes.go).
+	profiles func() []*profile
+	// sole is the client of an instance serving stdio (soleclient.go):
+	// the shared connections' roots are its.
+	sole *soleClient
+	// levels are the log levels of 2026-07-28 clients over HTTP
+	// (removed2026.go).
+	levels keptLevels
+
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*clientSession
 	watchers []func(context.Context, *mcp.ServerSession) func() // see WatchSessions
@@ -46,16 +70,20 @@ type clientSessions struct {
 // that request, and the func it returns, if not nil, when the session has
 // ended. Over HTTP the context carries the values of the HTTP request that
 // opened the session (the go-sdk's session context is that request's).
+// It stays on Aggregator for front.Engine; the registry keeps the watchers.
 func (a *Aggregator) WatchSessions(started func(context.Context, *mcp.ServerSession) (ended func())) {
-	a.clients.mu.Lock()
-	defer a.clients.mu.Unlock()
-	a.clients.watchers = append(a.clients.watchers, started)
+	a.clients.watch(started)
 }
 
-// client returns the state of session ss, making it if there is none; ctx
+func (c *clientSessions) watch(started func(context.Context, *mcp.ServerSession) (ended func())) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.watchers = append(c.watchers, started)
+}
+
+// get returns the state of session ss, making it if there is none; ctx
 // is that of the request that needs it, for WatchSessions.
-func (a *Aggregator) client(ctx context.Context, ss *mcp.ServerSession) *clientSession {
-	c := &a.clients
+func (c *clientSessions) get(ctx context.Context, ss *mcp.ServerSession) *clientSession {
 	c.mu.Lock()
 	cs := c.sessions[ss]
 	if cs != nil {
@@ -74,15 +102,21 @@ func (a *Aggregator) client(ctx context.Context, ss *mcp.ServerSession) *clientS
 			cs.whenEnded(ended)
 		}
 	}
-	go a.clientEnded(cs)
+	go c.ended(cs)
 	return cs
 }
 
-// lookupClient returns the state of session ss, or nil if it has none.
-func (a *Aggregator) lookupClient(ss *mcp.ServerSession) *clientSession {
-	a.clients.mu.Lock()
-	defer a.clients.mu.Unlock()
-	return a.clients.sessions[ss]
+// lookup returns the state of session ss, or nil if it has none.
+func (c *clientSessions) lookup(ss *mcp.ServerSession) *clientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[ss]
+}
+
+// whenEnded runs f when session ss has ended (at once if it has), making
+// its state if there is none; ctx is as for get.
+func (c *clientSessions) whenEnded(ctx context.Context, ss *mcp.ServerSession, f func()) {
+	c.get(ctx, ss).whenEnded(f)
 }
 
 // whenEnded runs f when the session has ended (at once if it has).
@@ -98,18 +132,16 @@ func (cs *clientSession) whenEnded(f func()) {
 	}
 }
 
-// clientEnded waits for the session of cs to end, then drops its state:
-// the one cleanup of a client session.
-func (a *Aggregator) clientEnded(cs *clientSession) {
+// ended waits for the session of cs to end, then drops its state: the
+// one cleanup of a client session.
+func (c *clientSessions) ended(cs *clientSession) {
 	_ = cs.ss.Wait()
-	a.clients.mu.Lock()
-	delete(a.clients.sessions, cs.ss)
-	a.clients.mu.Unlock()
-	a.mu.Lock()
-	for _, p := range a.profiles {
+	c.mu.Lock()
+	delete(c.sessions, cs.ss)
+	c.mu.Unlock()
+	for _, p := range c.profiles() {
 		p.lists.forget(cs.ss)
 	}
-	a.mu.Unlock()
 	cs.mu.Lock()
 	cs.ended = true
 	onEnd, perClient := cs.onEnd, cs.perClient
@@ -120,22 +152,22 @@ func (a *Aggregator) clientEnded(cs *clientSession) {
 	}
 	if perClient {
 		id := clientID(cs.ss)
-		a.log.Info("client session ended", "session", id)
-		a.pool.ReleaseClient(id)
+		c.log.Info("client session ended", "session", id)
+		c.pool.ReleaseClient(id)
 	}
 }
 
-// clientID identifies a client session for per-client connections, which
-// are closed when the session ends; or the client a sessionless request
-// names (clientkey.go), whose connections are closed when idle.
-func (a *Aggregator) clientID(ctx context.Context, ss *mcp.ServerSession) upstream.ClientID {
+// id identifies a client session for per-client connections, which are
+// closed when the session ends; or the client a sessionless request names
+// (clientkey.go), whose connections are closed when idle.
+func (c *clientSessions) id(ctx context.Context, ss *mcp.ServerSession) upstream.ClientID {
 	if id, ok := keyedClient(ctx); ok {
 		return id
 	}
 	if ss == nil {
 		return "none"
 	}
-	cs := a.client(ctx, ss)
+	cs := c.get(ctx, ss)
 	cs.mu.Lock()
 	cs.perClient = true
 	cs.mu.Unlock()
@@ -152,12 +184,12 @@ func clientID(ss *mcp.ServerSession) upstream.ClientID {
 
 // setLevel records a session's logging/setLevel and returns the lowest
 // level of all sessions.
-func (a *Aggregator) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) mcp.LoggingLevel {
-	cs := a.client(ctx, ss)
+func (c *clientSessions) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) mcp.LoggingLevel {
+	cs := c.get(ctx, ss)
 	cs.mu.Lock()
 	cs.level = level
 	cs.mu.Unlock()
-	return a.lowestLevel()
+	return c.lowestLevel()
 }
 
 // lowestLevel is the lowest level any client session, or any 2026-07-28
@@ -165,11 +197,11 @@ func (a *Aggregator) setLevel(ctx context.Context, ss *mcp.ServerSession, level 
 // Servers are asked for it (a shared connection serves every client);
 // each client then gets only what its own level lets through, which the
 // SDK filters per session (per request for 2026-07-28 clients).
-func (a *Aggregator) lowestLevel() mcp.LoggingLevel {
-	low := a.levels.lowest() // of 2026-07-28 clients over HTTP (removed2026.go)
-	a.clients.mu.Lock()
-	defer a.clients.mu.Unlock()
-	for _, cs := range a.clients.sessions {
+func (c *clientSessions) lowestLevel() mcp.LoggingLevel {
+	low := c.levels.lowest() // of 2026-07-28 clients over HTTP (removed2026.go)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cs := range c.sessions {
 		cs.mu.Lock()
 		lv := cs.level
 		cs.mu.Unlock()
@@ -182,14 +214,14 @@ func (a *Aggregator) lowestLevel() mcp.LoggingLevel {
 
 // sessionMiddleware makes each session's state at its initialize, so that
 // WatchSessions' watchers see every session from its start.
-func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (c *clientSessions) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if method == "initialize" && err == nil {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
-				cs := a.client(ctx, ss)
+				cs := c.get(ctx, ss)
 				cs.mu.Lock()
-				cs.runID = a.runIDOf(nil, req.GetExtra())
+				cs.runID = c.runIDOf(nil, req.GetExtra())
 				cs.mu.Unlock()
 			}
 		}
@@ -206,7 +238,7 @@ func (a *Aggregator) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler
 // of the server: a child per client and server is started only for what
 // is used. The connection runs for the session's task (the X-Task-Id
 // header of its initialize, else the instance's --task-id).
-func (a *Aggregator) openOwnConnections(ctx context.Context, p *profile, req *mcp.InitializedRequest) {
+func (c *clientSessions) openOwnConnections(ctx context.Context, p *profile, req *mcp.InitializedRequest) {
 	ss := req.Session
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil || ip.ProtocolVersion >= firstSessionlessVersion {
@@ -214,7 +246,7 @@ func (a *Aggregator) openOwnConnections(ctx context.Context, p *profile, req *mc
 	}
 	v := p.view.Load()
 	var open []*upstream.Server
-	for _, srv := range a.pool.Servers() {
+	for _, srv := range c.pool.Servers() {
 		if srv.PerClient() && (v == nil || v.hasServer(srv.Config().Name)) {
 			open = append(open, srv)
 		}
@@ -222,7 +254,7 @@ func (a *Aggregator) openOwnConnections(ctx context.Context, p *profile, req *mc
 	if len(open) == 0 {
 		return
 	}
-	cs := a.client(ctx, ss)
+	cs := c.get(ctx, ss)
 	cs.mu.Lock()
 	runID := cs.runID
 	cs.mu.Unlock()
@@ -231,11 +263,29 @@ func (a *Aggregator) openOwnConnections(ctx context.Context, p *profile, req *mc
 	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cs.whenEnded(cancel)
 	for _, srv := range open {
-		r := a.request(ctx, srv, ss, runID)
+		r := c.request(ctx, srv, ss, runID)
 		go func() {
 			if err := srv.OpenClient(octx, r); err != nil {
-				a.log.Debug("opening a client's own connection at its start failed; its first request opens it", "server", srv.Config().Name, "session", sessionID(ss), "error", err)
+				c.log.Debug("opening a client's own connection at its start failed; its first request opens it", "server", srv.Config().Name, "session", sessionID(ss), "error", err)
 			}
 		}()
+	}
+}
+
+// rootsChanged passes a client's notifications/roots/list_changed on to
+// the servers of profile p whose roots are the client's: its own
+// connections, and over stdio the shared ones (see
+// upstream.Server.RootsChanged).
+func (c *clientSessions) rootsChanged(ctx context.Context, p *profile, ss *mcp.ServerSession) {
+	if ss == nil {
+		return
+	}
+	sole := c.sole.is(ss)
+	id := c.id(ctx, ss)
+	v := p.view.Load()
+	for _, srv := range c.pool.Servers() {
+		if v == nil || v.hasServer(srv.Config().Name) {
+			srv.RootsChanged(ctx, id, sole)
+		}
 	}
 }

@@ -30,12 +30,12 @@ func TestClientSessionStateGoesWithTheSession(t *testing.T) {
 	if err := chatty.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 		t.Fatal(err)
 	}
-	if started.Load() != 2 || h.agg.lowestLevel() != "debug" {
-		t.Fatalf("%d sessions seen, lowest level %q; want 2 and debug", started.Load(), h.agg.lowestLevel())
+	if started.Load() != 2 || h.agg.clients.lowestLevel() != "debug" {
+		t.Fatalf("%d sessions seen, lowest level %q; want 2 and debug", started.Load(), h.agg.clients.lowestLevel())
 	}
 	chatty.Close()
 	testkit.Eventually(t, "the ended session's state is dropped", func() bool { return ended.Load() == 1 })
-	if got := h.agg.lowestLevel(); got != "error" {
+	if got := h.agg.clients.lowestLevel(); got != "error" {
 		t.Errorf("lowest level after the debug session ended: %q, want error", got)
 	}
 	h.agg.clients.mu.Lock()

@@ -85,7 +85,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	traceResult(down, res)
 	a.log.Debug("tool call", "tool", e.Name, "task", c.runID, "session", sessionID(c.session), "elapsed", elapsed)
 	if cfg := srv.Config(); cfg.OutputDir != "" {
-		res = decoded(a.linkOutputFiles(ctx, c.session, cfg, res.typed(), start.Add(-time.Second)))
+		res = decoded(a.files.link(ctx, c.session, cfg, res.typed(), start.Add(-time.Second)))
 	}
 	// A result no longer than the limit cannot hold more payload than it
 	// allows: only a longer one is decoded to be measured.

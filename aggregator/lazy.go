@@ -92,7 +92,7 @@ func (x *exposedTools) use(name string, add bool) bool {
 // is listed: the pinned ones and those exposed to it.
 func (a *Aggregator) lazyTools(v *view, ss *mcp.ServerSession, tools []*Entry) []*Entry {
 	var exposed map[string]bool
-	if cs := a.lookupClient(ss); cs != nil {
+	if cs := a.clients.lookup(ss); cs != nil {
 		cs.mu.Lock()
 		exposed = make(map[string]bool, len(cs.exposed))
 		for _, name := range cs.exposed {
@@ -113,7 +113,7 @@ func (a *Aggregator) lazyTools(v *view, ss *mcp.ServerSession, tools []*Entry) [
 // and, if that changed its list, sends it tools/list_changed. It returns
 // how many tools were added and whether the client could be told.
 func (a *Aggregator) expose(ctx context.Context, v *view, ss *mcp.ServerSession, found []*Entry) (added int, told bool) {
-	cs := a.client(ctx, ss)
+	cs := a.clients.get(ctx, ss)
 	cs.mu.Lock()
 	// Worst first, so that when found is longer than the bound the best
 	// are the ones kept.
@@ -126,13 +126,13 @@ func (a *Aggregator) expose(ctx context.Context, v *view, ss *mcp.ServerSession,
 	if added == 0 {
 		return 0, false
 	}
-	return added, a.notifyClient(ss, "notifications/tools/list_changed", json.RawMessage(`{}`))
+	return added, a.out.notify(ss, "notifications/tools/list_changed", json.RawMessage(`{}`))
 }
 
 // touchExposed marks a called tool as used, if it was exposed to the
 // caller: the least recently used leave first.
 func (a *Aggregator) touchExposed(ss *mcp.ServerSession, name string) {
-	if cs := a.lookupClient(ss); cs != nil {
+	if cs := a.clients.lookup(ss); cs != nil {
 		cs.mu.Lock()
 		cs.exposed.use(name, false)
 		cs.mu.Unlock()

@@ -126,7 +126,7 @@ func (a *Aggregator) listChangedAfterInitialized(p *profile, next mcp.MethodHand
 			if ss == nil || sessionlessSession(ss) {
 				break
 			}
-			cs := a.lookupClient(ss)
+			cs := a.clients.lookup(ss)
 			if cs == nil {
 				return nil, nil
 			}

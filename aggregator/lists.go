@@ -331,7 +331,7 @@ func (a *Aggregator) clientResources(ctx context.Context, v *view, ss *mcp.Serve
 		if !srv.PerClient() || !v.hasServer(srv.Name()) {
 			continue
 		}
-		out = append(out, srv.ClientResources(a.clientID(ctx, ss))...)
+		out = append(out, srv.ClientResources(a.clients.id(ctx, ss))...)
 	}
 	return out
 }

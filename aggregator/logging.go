@@ -15,7 +15,7 @@ var levelRank = map[mcp.LoggingLevel]int{
 
 // logLevelMiddleware passes a client's logging/setLevel on to the servers
 // as the lowest level any client asked for.
-func (a *Aggregator) logLevelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (c *clientSessions) logLevelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if method != "logging/setLevel" || err != nil {
@@ -26,17 +26,17 @@ func (a *Aggregator) logLevelMiddleware(next mcp.MethodHandler) mcp.MethodHandle
 		if ss == nil || p == nil {
 			return res, err
 		}
-		a.pushLogLevel(ctx, a.setLevel(ctx, ss, p.Level))
+		c.pushLogLevel(ctx, c.setLevel(ctx, ss, p.Level))
 		return res, err
 	}
 }
 
 // pushLogLevel sets level on every server that does not have it yet.
-func (a *Aggregator) pushLogLevel(ctx context.Context, level mcp.LoggingLevel) {
+func (c *clientSessions) pushLogLevel(ctx context.Context, level mcp.LoggingLevel) {
 	if level == "" {
 		return
 	}
-	for _, s := range a.pool.Servers() {
+	for _, s := range c.pool.Servers() {
 		if s.LoggingLevel() != level {
 			s.SetLoggingLevel(ctx, level)
 		}

@@ -132,7 +132,7 @@ func servePipes(t *testing.T, a *Aggregator, profile string) (context.Context, i
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = a.serveStdio(ctx, a.Server(profile), inR, outW)
+		_ = a.out.serveStdio(ctx, a.Server(profile), inR, outW)
 		_ = outW.Close()
 	}()
 	t.Cleanup(func() {

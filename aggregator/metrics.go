@@ -34,13 +34,13 @@ func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.I
 			return
 		}
 		a.clientCame(sessionFeatures(req.Session))
-		cs := a.client(ctx, req.Session)
+		cs := a.clients.get(ctx, req.Session)
 		cs.whenEnded(a.metrics.SessionStarted(p.name))
 		cs.mu.Lock()
 		cs.initialized = true
 		cs.listsAt = p.lists.generation()
 		cs.mu.Unlock()
 		a.sole.initialized(req.Session)
-		a.openOwnConnections(ctx, p, req)
+		a.clients.openOwnConnections(ctx, p, req)
 	}
 }

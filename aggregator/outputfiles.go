@@ -46,20 +46,29 @@ type outputFile struct {
 	path string // the file, symlinks resolved
 }
 
-// outputFiles are the linked files of all sessions, by token.
+// outputFiles are the linked files of all sessions, by token: it links
+// them in results and serves them. It is given what it needs in New, not
+// the Aggregator.
 type outputFiles struct {
+	stateless bool // see Options.Stateless: no session to bind a link to
+	// settings are the current settings: max_result_bytes bounds a read.
+	settings func() *config.Settings
+	// whenEnded runs f when client session ss has ended (clients.go): a
+	// session's links go with it. ctx is as for clientSessions.get.
+	whenEnded func(ctx context.Context, ss *mcp.ServerSession, f func())
+
 	mu        sync.Mutex
 	byToken   map[string]*outputFile
 	bySession map[*mcp.ServerSession][]string // tokens, oldest first
 }
 
-// linkOutputFiles rewrites the links of res's text items that point into
+// link rewrites the links of res's text items that point into
 // the server's output_dir (cwd resolves relative ones) and appends a
 // resource_link item per file. Links elsewhere are left as they are.
 // since is when the call began, less the granularity of coarse file
 // times: older files are not linked (see insideDir).
-func (a *Aggregator) linkOutputFiles(ctx context.Context, ss *mcp.ServerSession, srv *config.Server, res *mcp.CallToolResult, since time.Time) *mcp.CallToolResult {
-	if _, sessionless := ctx.Value(requestFeaturesKey{}).(upstream.ClientFeatures); srv.OutputDir == "" || ss == nil || a.stateless || sessionless {
+func (f *outputFiles) link(ctx context.Context, ss *mcp.ServerSession, srv *config.Server, res *mcp.CallToolResult, since time.Time) *mcp.CallToolResult {
+	if _, sessionless := ctx.Value(requestFeaturesKey{}).(upstream.ClientFeatures); srv.OutputDir == "" || ss == nil || f.stateless || sessionless {
 		return res // no session to bind a link to
 	}
 	dir, err := filepath.EvalSymlinks(srv.OutputDir)
@@ -84,7 +93,7 @@ func (a *Aggregator) linkOutputFiles(ctx context.Context, ss *mcp.ServerSession,
 			if !ok {
 				return m
 			}
-			uri := a.files.add(ctx, a, ss, dir, file)
+			uri := f.add(ctx, ss, dir, file)
 			links = append(links, &mcp.ResourceLink{URI: uri, Name: filepath.Base(file), Title: sub[1], MIMEType: mimeOf(file)})
 			return "[" + sub[1] + "](" + uri + ")"
 		})
@@ -150,7 +159,7 @@ func within(dir, file string) bool {
 
 // add records file for session ss and returns its URI; the session's
 // links go when it ends.
-func (f *outputFiles) add(ctx context.Context, a *Aggregator, ss *mcp.ServerSession, dir, file string) string {
+func (f *outputFiles) add(ctx context.Context, ss *mcp.ServerSession, dir, file string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
@@ -168,7 +177,7 @@ func (f *outputFiles) add(ctx context.Context, a *Aggregator, ss *mcp.ServerSess
 	f.bySession[ss] = tokens
 	f.mu.Unlock()
 	if first {
-		a.client(ctx, ss).whenEnded(func() { f.forget(ss) })
+		f.whenEnded(ctx, ss, func() { f.forget(ss) })
 	}
 	return filesScheme + token + "/" + path.Base(filepath.ToSlash(file))
 }
@@ -182,35 +191,35 @@ func (f *outputFiles) forget(ss *mcp.ServerSession) {
 	delete(f.bySession, ss)
 }
 
-// outputFilesMiddleware answers resources/read of a mcpmux://files/ URI.
-func (a *Aggregator) outputFilesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+// middleware answers resources/read of a mcpmux://files/ URI.
+func (f *outputFiles) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil && strings.HasPrefix(r.Params.URI, filesScheme) {
-			return a.readOutputFile(r.Session, r.Params.URI)
+			return f.read(r.Session, r.Params.URI)
 		}
 		return next(ctx, method, req)
 	}
 }
 
-func (a *Aggregator) readOutputFile(ss *mcp.ServerSession, uri string) (*mcp.ReadResourceResult, error) {
+func (f *outputFiles) read(ss *mcp.ServerSession, uri string) (*mcp.ReadResourceResult, error) {
 	token, _, _ := strings.Cut(strings.TrimPrefix(uri, filesScheme), "/")
-	a.files.mu.Lock()
-	f := a.files.byToken[token]
-	a.files.mu.Unlock()
-	if f == nil || f.ss != ss {
+	f.mu.Lock()
+	of := f.byToken[token]
+	f.mu.Unlock()
+	if of == nil || of.ss != ss {
 		// Another session's token is refused as an unknown one, so that
 		// an answer tells nothing about other sessions.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown or expired file link; a link is readable only by the client session whose tool result carried it, while that session lasts (the latest %d links of it)", uri, maxFilesPerSession)}
 	}
-	limit := a.current.Load().MaxResultBytes
+	limit := f.settings().MaxResultBytes
 	if limit <= 0 {
 		limit = config.DefaultMaxResultBytes
 	}
-	data, err := readInside(f.dir, f.path, int64(limit))
+	data, err := readInside(of.dir, of.path, int64(limit))
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", uri, err)}
 	}
-	rc := &mcp.ResourceContents{URI: uri, MIMEType: mimeOf(f.path)}
+	rc := &mcp.ResourceContents{URI: uri, MIMEType: mimeOf(of.path)}
 	if isText(rc.MIMEType) && utf8.Valid(data) {
 		rc.Text = string(data)
 	} else {

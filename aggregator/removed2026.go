@@ -155,8 +155,12 @@ type removedRequest struct {
 // AnswerRemoved answers a 2026-07-28 POST of ping or logging/setLevel
 // without the request _meta of 2026-07-28, which the go-sdk would refuse
 // (see above): it returns the result or the error of the answer, and
-// whether it answered (see front.Engine).
+// whether it answered (see front.Engine, for which it stays on Aggregator).
 func (a *Aggregator) AnswerRemoved(r *http.Request, body []byte) (json.RawMessage, *jsonrpc.Error, bool) {
+	return a.clients.answerRemoved(r, body)
+}
+
+func (c *clientSessions) answerRemoved(r *http.Request, body []byte) (json.RawMessage, *jsonrpc.Error, bool) {
 	if r.Method != http.MethodPost || !(bytes.Contains(body, []byte(`"ping"`)) || bytes.Contains(body, []byte(`"logging/setLevel"`))) {
 		return nil, nil, false
 	}
@@ -186,8 +190,8 @@ func (a *Aggregator) AnswerRemoved(r *http.Request, body []byte) (json.RawMessag
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: `logging/setLevel is not a method of MCP 2026-07-28: send the level in each request's _meta ("io.modelcontextprotocol/logLevel"). mcpmux keeps a level set with logging/setLevel only for a client that names itself, with an X-Task-Id header or a bearer token`}, true
 		}
-		a.levels.set(id, level)
-		a.pushLogLevel(context.WithoutCancel(r.Context()), a.lowestLevel())
+		c.levels.set(id, level)
+		c.pushLogLevel(context.WithoutCancel(r.Context()), c.lowestLevel())
 		return json.RawMessage(`{}`), nil, true
 	}
 	return nil, nil, false
@@ -213,8 +217,8 @@ func httpClientKey(r *http.Request, meta map[string]any) (upstream.ClientID, boo
 // withKeptLevel gives body, a 2026-07-28 request over HTTP without a log
 // level of its own, the level its client set with logging/setLevel, if it
 // did; else returns body.
-func (a *Aggregator) withKeptLevel(r *http.Request, body []byte) []byte {
-	if !a.levels.any() || !bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)) || bytes.Contains(body, []byte(mcp.MetaKeyLogLevel)) {
+func (c *clientSessions) withKeptLevel(r *http.Request, body []byte) []byte {
+	if !c.levels.any() || !bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)) || bytes.Contains(body, []byte(mcp.MetaKeyLogLevel)) {
 		return body
 	}
 	var msg struct {
@@ -232,7 +236,7 @@ func (a *Aggregator) withKeptLevel(r *http.Request, body []byte) []byte {
 	if !ok {
 		return body
 	}
-	level := a.levels.get(id)
+	level := c.levels.get(id)
 	if level == "" {
 		return body
 	}
@@ -273,13 +277,11 @@ func withMetaLevel(msg []byte, level mcp.LoggingLevel) []byte {
 // stdioLevel gives line, a request of 2026-07-28 a stdio client sends
 // without a log level of its own, the level the client set with
 // logging/setLevel on the connection (session ss), if it did.
-func (a *Aggregator) stdioLevel(ss *mcp.ServerSession, line []byte) []byte {
+func (c *clientSessions) stdioLevel(ss *mcp.ServerSession, line []byte) []byte {
 	if ss == nil || !bytes.Contains(line, []byte(mcp.MetaKeyProtocolVersion)) || bytes.Contains(line, []byte(mcp.MetaKeyLogLevel)) {
 		return line
 	}
-	a.clients.mu.Lock()
-	cs := a.clients.sessions[ss]
-	a.clients.mu.Unlock()
+	cs := c.lookup(ss)
 	if cs == nil {
 		return line
 	}

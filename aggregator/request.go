@@ -23,7 +23,7 @@ func (a *Aggregator) request(ctx context.Context, srv *upstream.Server, ss *mcp.
 	r := upstream.Request{RunID: runID, Caller: a.newCaller(ctx, ss), Features: clientFeatures(ctx, ss), ClientInfo: clientInfo(ctx, ss)}
 	r.LogLevel, r.OwnLevel = ownLevel(ctx) // removed2026.go
 	if srv.PerClient() {
-		r.Client = a.clientID(ctx, ss)
+		r.Client = a.clients.id(ctx, ss)
 	}
 	return r
 }

@@ -20,6 +20,9 @@ import (
 // yet: such a request is refused there (docs/protocol.md).
 type soleClient struct {
 	expected atomic.Bool // this instance serves stdio (ExpectStdioClient)
+	// newCaller is the aggregator's (caller.go): what answers a server's
+	// request as a call's client would, given in New.
+	newCaller func(context.Context, *mcp.ServerSession) upstream.Caller
 
 	mu    sync.Mutex
 	ss    *mcp.ServerSession // the stdio session, once it sent notifications/initialized
@@ -36,8 +39,11 @@ const soleClientWait = 30 * time.Second
 // ExpectStdioClient says this instance is about to serve its one client on
 // stdio (before it starts the servers, whose first requests may come
 // before that client has initialized): what they ask outside any call
-// goes to that client.
-func (a *Aggregator) ExpectStdioClient() { a.sole.expected.Store(true) }
+// goes to that client. It stays on Aggregator for package app.
+func (a *Aggregator) ExpectStdioClient() { a.sole.expect() }
+
+// expect says this instance serves its one client on stdio.
+func (s *soleClient) expect() { s.expected.Store(true) }
 
 // changed records a change and wakes the waiters; under s.mu.
 func (s *soleClient) changedLocked() {
@@ -112,30 +118,12 @@ func (s *soleClient) is(ss *mcp.ServerSession) bool {
 	return ss != nil && s.ss == ss
 }
 
-// rootsChanged passes a client's notifications/roots/list_changed on to
-// the servers of profile p whose roots are the client's: its own
-// connections, and over stdio the shared ones (see
-// upstream.Server.RootsChanged).
-func (a *Aggregator) rootsChanged(ctx context.Context, p *profile, ss *mcp.ServerSession) {
-	if ss == nil {
-		return
-	}
-	sole := a.sole.is(ss)
-	id := a.clientID(ctx, ss)
-	v := p.view.Load()
-	for _, srv := range a.pool.Servers() {
-		if v == nil || v.hasServer(srv.Config().Name) {
-			srv.RootsChanged(ctx, id, sole)
-		}
-	}
-}
-
-// soleCaller is upstream.Events.SoleClient: the stdio client, as the
-// Caller of a server's request outside any call.
-func (a *Aggregator) soleCaller(ctx context.Context) upstream.Caller {
-	ss := a.sole.session(ctx)
+// caller is upstream.Events.SoleClient: the stdio client, as the Caller
+// of a server's request outside any call.
+func (s *soleClient) caller(ctx context.Context) upstream.Caller {
+	ss := s.session(ctx)
 	if ss == nil {
 		return nil
 	}
-	return a.newCaller(ctx, ss)
+	return s.newCaller(ctx, ss)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -296,24 +297,44 @@ func (o *stdioOut) notify(msg []byte) bool {
 	return err == nil
 }
 
+// clientOut is what mcpmux writes to its clients outside the go-sdk, and
+// the bytes it rewrites before the go-sdk reads them: the stdio session's
+// stdout and the HTTP sessions' GET streams, where notifications the SDK
+// has no method for go, and the lifting of what the SDK would drop (see
+// above). It is given what it needs in New, not the Aggregator.
+type clientOut struct {
+	log *slog.Logger
+	// sole is the client of an instance serving stdio (soleclient.go),
+	// which serveStdio starts and ends.
+	sole *soleClient
+	// stdioLevel and keptLevel give a 2026-07-28 request without a log
+	// level of its own the one its client set with logging/setLevel, on
+	// stdio and over HTTP (clientSessions, removed2026.go).
+	stdioLevel func(ss *mcp.ServerSession, line []byte) []byte
+	keptLevel  func(r *http.Request, body []byte) []byte
+
+	stdioOuts sync.Map      // *mcp.ServerSession → *stdioOut: stdout of a stdio session
+	streams   clientStreams // open GET streams of HTTP sessions
+}
+
 // serveStdio serves the client session of s on in and out until the client
 // leaves or ctx is done, as mcp.Server.Run does with mcp.StdioTransport,
 // with the seams above.
-func (a *Aggregator) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCloser, out io.Writer) error {
-	a.ExpectStdioClient()
+func (o *clientOut) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCloser, out io.Writer) error {
+	o.sole.expect()
 	w := &stdioOut{w: out}
 	ss, err := s.Connect(ctx, &stdioconn.IOTransport{Reader: in, Writer: w, Options: stdioconn.Options{
 		Role:    stdioconn.Server,
-		Logger:  a.log,
-		Rewrite: func(line []byte) []byte { return a.stdioLevel(w.ss.Load(), liftLine(line, w.cancel)) },
+		Logger:  o.log,
+		Rewrite: func(line []byte) []byte { return o.stdioLevel(w.ss.Load(), liftLine(line, w.cancel)) },
 	}}, nil)
 	if err != nil {
 		return err
 	}
 	w.ss.Store(ss)
-	a.stdioOuts.Store(ss, w)
-	defer a.stdioOuts.Delete(ss)
-	defer a.sole.end(ss)
+	o.stdioOuts.Store(ss, w)
+	defer o.stdioOuts.Delete(ss)
+	defer o.sole.end(ss)
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {
@@ -327,13 +348,15 @@ func (a *Aggregator) serveStdio(ctx context.Context, s *mcp.Server, in io.ReadCl
 }
 
 // LiftBody lifts the fields of a POST's body, and gives the SDK the lifted
-// body to read (see front.Engine).
-func (a *Aggregator) LiftBody(r *http.Request, body []byte) []byte {
+// body to read (see front.Engine, for which it stays on Aggregator).
+func (a *Aggregator) LiftBody(r *http.Request, body []byte) []byte { return a.out.liftBody(r, body) }
+
+func (o *clientOut) liftBody(r *http.Request, body []byte) []byte {
 	if r.Method != http.MethodPost {
 		return body
 	}
 	out, changed := liftPayload(body)
-	if kept := a.withKeptLevel(r, out); !bytes.Equal(kept, out) {
+	if kept := o.keptLevel(r, out); !bytes.Equal(kept, out) {
 		out, changed = kept, true // removed2026.go
 	}
 	if !changed {
@@ -355,9 +378,9 @@ type clientStreams struct {
 // TrackStream returns the response writer of a GET of session id, which
 // the aggregator holds while it is open to send the session what the SDK
 // cannot, and the func that ends it, to call when the SDK's handler has
-// returned (see front.Engine).
+// returned (see front.Engine, for which it stays on Aggregator).
 func (a *Aggregator) TrackStream(id string, w http.ResponseWriter) (http.ResponseWriter, func()) {
-	return a.streams.track(id, w)
+	return a.out.streams.track(id, w)
 }
 
 func (cs *clientStreams) track(id string, w http.ResponseWriter) (http.ResponseWriter, func()) {
@@ -443,19 +466,19 @@ func (s *clientStream) send(msg []byte) bool {
 	return true
 }
 
-// notifyClient sends a client session a notification the go-sdk has no
-// method for; it reports whether it could (over HTTP, the session must
-// have its GET stream open).
-func (a *Aggregator) notifyClient(ss *mcp.ServerSession, method string, params json.RawMessage) bool {
+// notify sends a client session a notification the go-sdk has no method
+// for; it reports whether it could (over HTTP, the session must have its
+// GET stream open).
+func (o *clientOut) notify(ss *mcp.ServerSession, method string, params json.RawMessage) bool {
 	msg, err := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: method, Params: params})
 	if err != nil || ss == nil {
 		return false
 	}
-	if w, ok := a.stdioOuts.Load(ss); ok {
+	if w, ok := o.stdioOuts.Load(ss); ok {
 		return w.(*stdioOut).notify(msg)
 	}
 	if id := ss.ID(); id != "" {
-		return a.streams.notify(id, msg)
+		return o.streams.notify(id, msg)
 	}
 	return false
 }
