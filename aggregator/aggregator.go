@@ -101,6 +101,8 @@ type Aggregator struct {
 	streams   clientStreams  // open GET streams of HTTP sessions (taskfront.go)
 
 	pass    *passThrough // prompts, resources, completion, server logs (passthrough.go)
+	meta    *metaTools   // mcpmux's own tools (meta.go)
+	lazy    *lazyLists   // what expose added to each client's lazy list (lazy.go)
 	metrics *metrics.Metrics
 	parked  *parkedCalls    // calls of sessionless clients waiting for their input (mrtr.go)
 	tracing *tracing.Switch // spans of client requests (tracing.go); nil is off
@@ -191,6 +193,11 @@ func New(opts *Options) *Aggregator {
 		runIDOf: a.runIDOf, request: a.request, profiles: a.allProfiles,
 		subs: subscriptions{n: map[string]int{}},
 	}
+	a.lazy = &lazyLists{lookupClient: a.lookupClient, client: a.client, notify: a.notifyClient}
+	a.meta = &metaTools{
+		stateless: a.stateless, log: log, mask: a.mask, metrics: a.metrics,
+		health: a.Health, sessionTools: a.sessionTools, expose: a.lazy.expose, pipeline: a.callTool,
+	}
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.pins.resync = a.Sync
 	a.frozen = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
@@ -263,9 +270,9 @@ func (a *Aggregator) rebuildLocked() {
 	for _, err := range a.catalog.Conflicts {
 		a.log.Error("tool not exposed", "error", err)
 	}
-	a.logShadowedByMetaTools()
+	a.meta.logShadowed(a.catalog, a.settings)
 	a.syncProfilesLocked()
-	if a.searchable() {
+	if searchable(a.settings) {
 		// Ahead of the first search, which would otherwise wait for it.
 		go a.catalog.SearchIndex()
 	}

@@ -42,7 +42,7 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 					a.recordCatalog(p, r, v, tools)
 				}
 				if v.lazy {
-					tools = a.lazyTools(v, r.Session, tools)
+					tools = a.lazy.listed(v, r.Session, tools)
 				}
 				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, a.mcpTasks.toolListing(r.Session))
 				if err != nil {

@@ -250,13 +250,13 @@ func TestMetaToolsAreStableAcrossRebuilds(t *testing.T) {
 	}
 }
 
-// metaTools is the one table of meta tools: the names mcpmux.yaml's
+// metaTable is the one table of meta tools: the names mcpmux.yaml's
 // meta_tools accepts (config.MetaToolNames) and the enum of its schema are
 // its names, in its order, so that a new meta tool left out of either
 // fails here, naming what to add.
 func TestMetaToolsAreDefinedOnce(t *testing.T) {
 	var names []string
-	for _, m := range metaTools {
+	for _, m := range metaTable {
 		names = append(names, m.def.Name)
 		if m.handle == nil || m.def.Description == "" || m.def.Title == "" {
 			t.Errorf("meta tool %q needs a handler, a title and a description", m.def.Name)
@@ -266,7 +266,7 @@ func TestMetaToolsAreDefinedOnce(t *testing.T) {
 		}
 	}
 	if !slices.Equal(config.MetaToolNames, names) {
-		t.Errorf("config.MetaToolNames = %q, want the names of metaTools, %q", config.MetaToolNames, names)
+		t.Errorf("config.MetaToolNames = %q, want the names of metaTable, %q", config.MetaToolNames, names)
 	}
 	data, err := os.ReadFile(filepath.Join("..", "config", "schema", "mcpmux.schema.json"))
 	if err != nil {
@@ -285,7 +285,7 @@ func TestMetaToolsAreDefinedOnce(t *testing.T) {
 	}
 	mt := schema.Properties.MetaTools
 	if !slices.Equal(mt.Items.Enum, names) {
-		t.Errorf("config/schema/mcpmux.schema.json: meta_tools.items.enum = %q, want the names of metaTools, %q", mt.Items.Enum, names)
+		t.Errorf("config/schema/mcpmux.schema.json: meta_tools.items.enum = %q, want the names of metaTable, %q", mt.Items.Enum, names)
 	}
 	for _, n := range names {
 		if !strings.Contains(mt.Description, n+" (") {

@@ -134,7 +134,7 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	c.span.Set("mcpmux.server", e.Server)
 	c.span.Set("mcpmux.corrected_to", fix.exposedName(e))
 	if v.lazy {
-		a.touchExposed(c.session, e.Name)
+		a.lazy.touch(c.session, e.Name)
 	}
 	// 2. Rules before.
 	rules := a.current.Load().Rules()
@@ -359,7 +359,7 @@ func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call,
 // journal, any other tool's server (forward).
 func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry) *result {
 	if e.meta != nil {
-		return e.meta(a, ctx, p, c)
+		return e.meta(a.meta, ctx, p, c)
 	}
 	if res := a.replayed(c, e); res != nil {
 		return res
