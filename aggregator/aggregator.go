@@ -199,7 +199,7 @@ func New(opts *Options) *Aggregator {
 		health: a.Health, sessionTools: a.sessionTools, expose: a.lazy.expose, pipeline: a.callTool,
 	}
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
-	a.pins.resync = a.Sync
+	a.pins.log, a.pins.metrics, a.pins.resync = log, a.metrics, a.Sync
 	a.frozen = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.applyRecording(settings)
 	a.current.Store(settings)
@@ -264,7 +264,7 @@ func (a *Aggregator) rebuildLocked() {
 	}
 	servers = append(servers, a.recordedServers(running)...)
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
-	a.catalog.drift = a.checkPins(a.catalog, a.settings)
+	a.catalog.drift = a.pins.check(a.catalog, a.settings)
 	// Servers added by a reload get the clients' log level too.
 	go a.pushLogLevel(context.Background(), a.lowestLevel())
 	for _, err := range a.catalog.Conflicts {
