@@ -112,12 +112,11 @@ type Aggregator struct {
 	// and its answer, and they answer the tasks/* methods.
 	mcpTasks *mcpTasks
 
-	journal    *journal.Journal // writes nothing unless the settings name a dir
-	frozen     *journal.Journal // the replayed journal, appended to with replay.miss: record
-	pins       pins             // pin and tool_pinning (pinning.go)
-	replay     atomic.Pointer[replay.Replay]
-	replayMu   sync.Mutex    // serializes applyRecording's replay part
-	replaySpec config.Replay // what replay was opened with; guarded by replayMu
+	journal   *journal.Journal              // writes nothing unless the settings name a dir
+	frozen    *journal.Journal              // the replayed journal, appended to with replay.miss: record
+	pins      pins                          // pin and tool_pinning (pinning.go)
+	replay    atomic.Pointer[replay.Replay] // opened by recording, answered from by the pipeline (replayed)
+	recording *recording                    // opens the journal and the replay (recording.go)
 }
 
 // profile is one mcp.Server and the view it currently serves.
@@ -201,7 +200,8 @@ func New(opts *Options) *Aggregator {
 	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.pins.log, a.pins.metrics, a.pins.resync = log, a.metrics, a.Sync
 	a.frozen = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
-	a.applyRecording(settings)
+	a.recording = &recording{log: log, journal: a.journal, frozen: a.frozen, current: &a.replay, runIDOf: a.runIDOf}
+	a.recording.apply(settings)
 	a.current.Store(settings)
 	a.mu.Lock()
 	a.syncProfilesLocked()
@@ -225,7 +225,7 @@ func (a *Aggregator) MarkReady() { a.readyOnce.Do(func() { close(a.ready) }) }
 func (a *Aggregator) SetSettings(s *config.Settings) {
 	// Reading a replayed journal may take a while: not under mu, which
 	// tools/list and reloads wait for.
-	a.applyRecording(s)
+	a.recording.apply(s)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settings = s
@@ -262,7 +262,7 @@ func (a *Aggregator) rebuildLocked() {
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
 			Tools: f.Tools, ToolJSON: f.ToolJSON, Prompts: f.Prompts, PromptJSON: f.PromptJSON, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe, Tasks: f.Tasks})
 	}
-	servers = append(servers, a.recordedServers(running)...)
+	servers = append(servers, a.recording.servers(running, a.settings)...)
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
 	a.catalog.drift = a.pins.check(a.catalog, a.settings)
 	// Servers added by a reload get the clients' log level too.

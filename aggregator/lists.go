@@ -39,7 +39,7 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if cursor == "" {
 					// What the client may call, listed or not: what a
 					// replay of its calls needs.
-					a.recordCatalog(p, r, v, tools)
+					a.recording.listed(p, r, v, tools)
 				}
 				if v.lazy {
 					tools = a.lazy.listed(v, r.Session, tools)
