@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
@@ -292,4 +294,32 @@ func TestMetaToolsAreDefinedOnce(t *testing.T) {
 			t.Errorf("config/schema/mcpmux.schema.json: the description of meta_tools does not say what %s does", n)
 		}
 	}
+}
+
+// Each call of a meta tool is counted once, under server mcpmux and its
+// short name, whichever way its handler answered; mcpmux__call_tool's
+// call is counted under its own server too.
+func TestMetaToolCallsAreCountedOnce(t *testing.T) {
+	h := metaHarness(t, allMetaTools)
+	cs := h.client(DefaultProfile)
+	call(t, cs, "mcpmux__status", nil)
+	call(t, cs, "mcpmux__find_tools", map[string]any{"query": "read"})
+	call(t, cs, "mcpmux__find_tools", map[string]any{"limit": "many"}) // bad arguments
+	call(t, cs, "mcpmux__call_tool", map[string]any{})                 // no name
+	call(t, cs, "mcpmux__call_tool", map[string]any{"name": "mcpmux__call_tool"})
+	call(t, cs, "mcpmux__call_tool", map[string]any{"name": "files__read_file", "arguments": map[string]any{"text": "x"}})
+	gathered, err := h.agg.metrics.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range gathered {
+		fams[f.GetName()] = f
+	}
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls(MetaServer, "status", "ok"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls(MetaServer, "find_tools", "ok"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls(MetaServer, "find_tools", "error"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls(MetaServer, "call_tool", "error"), 2)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls(MetaServer, "call_tool", "ok"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls("files", "read_file", "ok"), 1)
 }
