@@ -54,7 +54,8 @@ type metaTools struct {
 	pipeline func(ctx context.Context, p *profile, c *toolCall) *result
 }
 
-// metaHandler answers a call of a meta tool for profile p.
+// metaHandler answers a call of a meta tool for profile p; call counts
+// it.
 type metaHandler func(m *metaTools, ctx context.Context, p *profile, c *toolCall) *result
 
 type metaTool struct {
@@ -192,9 +193,12 @@ func metaArgs(c *toolCall, name string, v any) *mcp.CallToolResult {
 	return nil
 }
 
-// count records a meta tool's call under server MetaServer.
-func (m *metaTools) count(tool string, res *result) *result {
-	m.metrics.CallAnswered(MetaServer, tool, resultOutcome(res.isError()))
+// call answers a call routed to meta tool e (the pipeline's run step),
+// and counts it under server MetaServer and the tool's short name: here,
+// once, so that a handler only answers.
+func (m *metaTools) call(ctx context.Context, p *profile, c *toolCall, e *Entry) *result {
+	res := e.meta(m, ctx, p, c)
+	m.metrics.CallAnswered(MetaServer, e.Tool, resultOutcome(res.isError()))
 	return res
 }
 
@@ -267,7 +271,7 @@ func (m *metaTools) status(_ context.Context, p *profile, _ *toolCall) *result {
 		fmt.Fprintf(&b, "\n- tool %s changed since it was trusted (%s): %s\n%s", d.Name, d.Changed, state, d.Diff)
 	}
 	text := fmt.Sprintf("%s: %d of %d servers up.%s", head, up, len(out.Servers), b.String())
-	return m.count(config.MetaToolStatus, metaResult(text, out))
+	return metaResult(text, out)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -302,7 +306,7 @@ func (m *metaTools) findTools(ctx context.Context, p *profile, c *toolCall) *res
 		Expose bool   `json:"expose"`
 	}
 	if res := metaArgs(c, name, &args); res != nil {
-		return m.count(config.MetaToolFindTools, decoded(res))
+		return decoded(res)
 	}
 	limit := args.Limit
 	if limit <= 0 {
@@ -330,7 +334,7 @@ func (m *metaTools) findTools(ctx context.Context, p *profile, c *toolCall) *res
 		out.Tools = append(out.Tools, FoundTool{Name: e.Name, Description: e.Def.Description, InputSchema: e.Def.InputSchema})
 		fmt.Fprintf(&b, "\n\n%s: %s\ninput schema: %s", e.Name, oneLine(e.Def.Description), schema)
 	}
-	return m.count(config.MetaToolFindTools, metaResult(b.String(), out))
+	return metaResult(b.String(), out)
 }
 
 // exposeNote exposes found to the caller (lazy.go) and says what came of
@@ -387,13 +391,13 @@ func (m *metaTools) callTool(ctx context.Context, p *profile, c *toolCall) *resu
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if res := metaArgs(c, self, &args); res != nil {
-		return m.count(config.MetaToolCallTool, decoded(res))
+		return decoded(res)
 	}
 	if args.Name == "" {
-		return m.count(config.MetaToolCallTool, decoded(toolError("%s needs name: the exposed name of the tool to call, as mcpmux__find_tools returns it.", self)))
+		return decoded(toolError("%s needs name: the exposed name of the tool to call, as mcpmux__find_tools returns it.", self))
 	}
 	if args.Name == self {
-		return m.count(config.MetaToolCallTool, decoded(toolError("%s cannot call itself; pass the name of the tool you want to call.", self)))
+		return decoded(toolError("%s cannot call itself; pass the name of the tool you want to call.", self))
 	}
-	return m.count(config.MetaToolCallTool, m.pipeline(ctx, p, c.derive(args.Name, args.Arguments)))
+	return m.pipeline(ctx, p, c.derive(args.Name, args.Arguments))
 }

@@ -359,7 +359,7 @@ func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call,
 // journal, any other tool's server (forward).
 func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry) *result {
 	if e.meta != nil {
-		return e.meta(a.meta, ctx, p, c)
+		return a.meta.call(ctx, p, c, e)
 	}
 	if res := a.replayed(c, e); res != nil {
 		return res
