@@ -7,8 +7,6 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpmux/mcpmux/config"
 )
 
 // Lazy catalogs (catalog: lazy in mcpmux.yaml, globally or per profile).
@@ -33,10 +31,11 @@ import (
 const maxExposed = 64
 
 // lazyMeta reports whether a lazy profile serves meta tool name even if
-// meta_tools does not list it: without them its clients could reach
-// nothing beyond always.
+// meta_tools does not list it (metaTool.lazy): without them its clients
+// could reach nothing beyond always.
 func lazyMeta(name string) bool {
-	return name == config.MetaToolFindTools || name == config.MetaToolCallTool
+	i := slices.IndexFunc(metaTable, func(m metaTool) bool { return m.def.Name == name })
+	return i >= 0 && metaTable[i].lazy
 }
 
 // servesMeta reports whether the view has meta tool name (the short name).

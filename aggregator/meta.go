@@ -61,6 +61,9 @@ type metaHandler func(m *metaTools, ctx context.Context, p *profile, c *toolCall
 type metaTool struct {
 	def    mcp.Tool // Name is the short name
 	handle metaHandler
+	// lazy: a lazy profile serves it even if meta_tools does not list it
+	// (config.LazyMetaTools, which its blacklist may not hide).
+	lazy bool
 }
 
 // metaTable is the meta tools, in listing order: the one table of them.
@@ -97,6 +100,7 @@ var metaTable = []metaTool{
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
 		},
 		handle: (*metaTools).findTools,
+		lazy:   true,
 	},
 	{
 		def: mcp.Tool{
@@ -113,6 +117,7 @@ var metaTable = []metaTool{
 			},
 		},
 		handle: (*metaTools).callTool,
+		lazy:   true,
 	},
 }
 
@@ -149,7 +154,7 @@ func (v *view) addMetaTools(blocked map[[2]string]bool) {
 func (m *metaTools) logShadowed(cat *Catalog, s *config.Settings) {
 	lazy := anyLazy(s)
 	for _, mt := range metaTable {
-		if !s.HasMetaTool(mt.def.Name) && !(lazy && lazyMeta(mt.def.Name)) {
+		if !s.HasMetaTool(mt.def.Name) && !(lazy && mt.lazy) {
 			continue
 		}
 		name := metaName(s.Separator, mt.def.Name)

@@ -254,8 +254,9 @@ func TestMetaToolsAreStableAcrossRebuilds(t *testing.T) {
 
 // metaTable is the one table of meta tools: the names mcpmux.yaml's
 // meta_tools accepts (config.MetaToolNames) and the enum of its schema are
-// its names, in its order, so that a new meta tool left out of either
-// fails here, naming what to add.
+// its names, in its order, and those a lazy profile serves regardless
+// (config.LazyMetaTools) are its entries marked lazy, so that a new meta
+// tool left out of any fails here, naming what to add.
 func TestMetaToolsAreDefinedOnce(t *testing.T) {
 	var names []string
 	for _, m := range metaTable {
@@ -270,6 +271,15 @@ func TestMetaToolsAreDefinedOnce(t *testing.T) {
 	if !slices.Equal(config.MetaToolNames, names) {
 		t.Errorf("config.MetaToolNames = %q, want the names of metaTable, %q", config.MetaToolNames, names)
 	}
+	var lazy []string
+	for _, m := range metaTable {
+		if m.lazy {
+			lazy = append(lazy, m.def.Name)
+		}
+	}
+	if !slices.Equal(config.LazyMetaTools, lazy) {
+		t.Errorf("config.LazyMetaTools = %q, want the names of metaTable marked lazy, %q", config.LazyMetaTools, lazy)
+	}
 	data, err := os.ReadFile(filepath.Join("..", "config", "schema", "mcpmux.schema.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -280,6 +290,7 @@ func TestMetaToolsAreDefinedOnce(t *testing.T) {
 				Description string
 				Items       struct{ Enum []string }
 			} `json:"meta_tools"`
+			Catalog struct{ Description string }
 		}
 	}
 	if err := json.Unmarshal(data, &schema); err != nil {
@@ -292,6 +303,11 @@ func TestMetaToolsAreDefinedOnce(t *testing.T) {
 	for _, n := range names {
 		if !strings.Contains(mt.Description, n+" (") {
 			t.Errorf("config/schema/mcpmux.schema.json: the description of meta_tools does not say what %s does", n)
+		}
+	}
+	for _, n := range lazy {
+		if !strings.Contains(schema.Properties.Catalog.Description, "mcpmux__"+n) {
+			t.Errorf("config/schema/mcpmux.schema.json: the description of catalog does not name mcpmux__%s, which a lazy catalog lists", n)
 		}
 	}
 }
