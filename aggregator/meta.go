@@ -70,9 +70,9 @@ type metaTool struct {
 // A new meta tool is an entry here with its definition and its handler (a
 // method on *metaTools below; what it needs beyond that type's fields
 // becomes a field, given in New); its name goes into config.MetaToolNames
-// and the enum and description of meta_tools in
-// config/schema/mcpmux.schema.json, which TestMetaToolsAreDefinedOnce
-// holds to this table.
+// (and config.LazyMetaTools if lazy) and the enum and description of
+// meta_tools in config/schema/mcpmux.schema.json, which
+// TestMetaToolsAreDefinedOnce holds to this table.
 var metaTable = []metaTool{
 	{
 		def: mcp.Tool{
