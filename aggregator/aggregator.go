@@ -100,6 +100,8 @@ type Aggregator struct {
 	sole    soleClient      // the client of an instance serving stdio (soleclient.go)
 
 	pass    *passThrough // prompts, resources, completion, server logs (passthrough.go)
+	meta    *metaTools   // mcpmux's own tools (meta.go)
+	lazy    *lazyLists   // what expose added to each client's lazy list (lazy.go)
 	metrics *metrics.Metrics
 	parked  *parkedCalls    // calls of sessionless clients waiting for their input (mrtr.go)
 	tracing *tracing.Switch // spans of client requests (tracing.go); nil is off
@@ -109,12 +111,11 @@ type Aggregator struct {
 	// and its answer, and they answer the tasks/* methods.
 	mcpTasks *mcpTasks
 
-	journal    *journal.Journal // writes nothing unless the settings name a dir
-	frozen     *journal.Journal // the replayed journal, appended to with replay.miss: record
-	pins       pins             // pin and tool_pinning (pinning.go)
-	replay     atomic.Pointer[replay.Replay]
-	replayMu   sync.Mutex    // serializes applyRecording's replay part
-	replaySpec config.Replay // what replay was opened with; guarded by replayMu
+	journal   *journal.Journal              // writes nothing unless the settings name a dir
+	frozen    *journal.Journal              // the replayed journal, appended to with replay.miss: record
+	pins      pins                          // pin and tool_pinning (pinning.go)
+	replay    atomic.Pointer[replay.Replay] // opened by recording, answered from by the pipeline (replayed)
+	recording *recording                    // opens the journal and the replay (recording.go)
 }
 
 // profile is one mcp.Server and the view it currently serves.
@@ -197,10 +198,16 @@ func New(opts *Options) *Aggregator {
 		runIDOf: a.runIDOf, request: a.request, profiles: a.allProfiles,
 		subs: subscriptions{n: map[string]int{}},
 	}
+	a.lazy = &lazyLists{lookupClient: a.clients.lookup, client: a.clients.get, notify: a.out.notify}
+	a.meta = &metaTools{
+		stateless: a.stateless, log: log, mask: a.mask, metrics: a.metrics,
+		health: a.Health, sessionTools: a.sessionTools, expose: a.lazy.expose, pipeline: a.callTool,
+	}
 	a.journal = journal.New(&journal.Options{Log: log, Mask: a.mask, OnError: a.metrics.JournalLineLost})
-	a.pins.resync = a.Sync
+	a.pins.log, a.pins.metrics, a.pins.resync = log, a.metrics, a.Sync
 	a.frozen = journal.New(&journal.Options{Log: log, Mask: a.mask, OnError: a.metrics.JournalLineLost})
-	a.applyRecording(settings)
+	a.recording = &recording{log: log, journal: a.journal, frozen: a.frozen, current: &a.replay, runIDOf: a.runIDOf}
+	a.recording.apply(settings)
 	a.current.Store(settings)
 	a.mu.Lock()
 	a.syncProfilesLocked()
@@ -224,7 +231,7 @@ func (a *Aggregator) MarkReady() { a.readyOnce.Do(func() { close(a.ready) }) }
 func (a *Aggregator) SetSettings(s *config.Settings) {
 	// Reading a replayed journal may take a while: not under mu, which
 	// tools/list and reloads wait for.
-	a.applyRecording(s)
+	a.recording.apply(s)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settings = s
@@ -261,17 +268,17 @@ func (a *Aggregator) rebuildLocked() {
 		servers = append(servers, ServerFeatures{Name: s.Name(), Prefix: s.Config().NamePrefix(),
 			Tools: f.Tools, ToolJSON: f.ToolJSON, Prompts: f.Prompts, PromptJSON: f.PromptJSON, Resources: f.Resources, Templates: f.Templates, Instructions: f.Instructions, Subscribe: f.Subscribe, Tasks: f.Tasks})
 	}
-	servers = append(servers, a.recordedServers(running)...)
+	servers = append(servers, a.recording.servers(running, a.settings)...)
 	a.catalog = buildCatalog(servers, a.settings.Separator, a.maxName, a.catalog)
-	a.catalog.drift = a.checkPins(a.catalog, a.settings)
+	a.catalog.drift = a.pins.check(a.catalog, a.settings)
 	// Servers added by a reload get the clients' log level too.
 	go a.clients.pushLogLevel(context.Background(), a.clients.lowestLevel())
 	for _, err := range a.catalog.Conflicts {
 		a.log.Error("tool not exposed", "error", err)
 	}
-	a.logShadowedByMetaTools()
+	a.meta.logShadowed(a.catalog, a.settings)
 	a.syncProfilesLocked()
-	if a.searchable() {
+	if searchable(a.settings) {
 		// Ahead of the first search, which would otherwise wait for it.
 		go a.catalog.SearchIndex()
 	}

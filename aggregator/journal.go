@@ -2,14 +2,11 @@ package aggregator
 
 import (
 	"context"
-	"math"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/journal"
-	"github.com/mcpmux/mcpmux/journal/replay"
 	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/tracing"
 )
@@ -19,67 +16,6 @@ import (
 // recorded from its entry (clientCall) to its end, each step noting on
 // c.rec what it decided; replay answers in the run step, so that
 // everything else the pipeline does applies to a replayed call too.
-
-// applyRecording opens the journal and the replay the settings name. The
-// journal follows every change; an unchanged replay keeps its state (how
-// many of each call it answered), a changed one reads its journal anew.
-func (a *Aggregator) applyRecording(s *config.Settings) {
-	if j := s.Journal; j != nil {
-		a.journal.Configure(j.Dir, int64(j.MaxBytes))
-	} else {
-		a.journal.Configure("", 0)
-	}
-	if r := s.Replay; r != nil && r.Miss == config.ReplayMissRecord {
-		// Never rotated: the replay keeps where each answer is.
-		a.frozen.Configure(r.From, math.MaxInt64)
-	} else {
-		a.frozen.Configure("", 0)
-	}
-	var spec config.Replay
-	if s.Replay != nil {
-		spec = *s.Replay
-		spec.Catalog = "" // the same recording serves either way
-	}
-	a.replayMu.Lock()
-	defer a.replayMu.Unlock()
-	if spec == a.replaySpec {
-		return
-	}
-	a.replaySpec = spec
-	if spec.From == "" {
-		a.replay.Store(nil)
-		return
-	}
-	start := time.Now()
-	rp := replay.Open(replay.Options{Dir: spec.From, MissCalls: spec.Miss == config.ReplayMissCall, Record: spec.Miss == config.ReplayMissRecord})
-	if err := rp.Err(); err != nil {
-		a.log.Error("replay: cannot read the journal; every call is answered with this error", "from", spec.From, "error", err)
-	} else {
-		lines, skipped, calls := rp.Stats()
-		a.log.Info("replay: journal read", "from", spec.From, "lines", lines, "calls", calls, "unreadable_lines", skipped, "recorded_servers", len(rp.Catalog()), "miss", spec.Miss, "elapsed", time.Since(start).Round(time.Millisecond))
-	}
-	for _, err := range rp.SkippedFiles() {
-		a.log.Error("replay: a file of the journal is not read", "from", spec.From, "error", err)
-	}
-	a.replay.Store(rp)
-}
-
-// recordedServers are the servers of the replayed journal's catalog, when
-// the settings serve it (replay.catalog: recorded), less any that the pool
-// runs.
-func (a *Aggregator) recordedServers(running map[string]bool) []ServerFeatures {
-	rp := a.replay.Load()
-	if rp == nil || !a.settings.ReplaysCatalog() {
-		return nil
-	}
-	var out []ServerFeatures
-	for _, s := range rp.Catalog() {
-		if !running[s.Name] {
-			out = append(out, ServerFeatures{Name: s.Name, Prefix: s.Prefix, Tools: s.Tools})
-		}
-	}
-	return out
-}
 
 // clientCall runs a client's tools/call through the pipeline and writes
 // its journal line when it ends.
@@ -147,21 +83,6 @@ func (a *Aggregator) charge(c *toolCall, cfg *config.Server, e *Entry, free stri
 		a.metrics.Charged(e.Server, p.Currency, p.PerCall)
 	}
 	c.rec.Charged(p.PerCall, p.Currency, free)
-}
-
-// recordCatalog writes the tools a session was listed into its task's
-// journal, when they differ from the task's latest.
-func (a *Aggregator) recordCatalog(p *profile, req *mcp.ListToolsRequest, v *view, tools []*Entry) {
-	if !a.journal.On() {
-		return
-	}
-	var meta mcp.Meta
-	if req.Params != nil {
-		meta = req.Params.Meta
-	}
-	a.journal.Catalog(journal.Header{
-		Time: time.Now().UTC(), Task: a.runIDOf(meta, req.Extra), Session: sessionID(req.Session), Client: clientOf(req.Session), Profile: p.name,
-	}, catalogOf(v, tools))
 }
 
 // catalogOf is what the journal records of a tool list: each server with

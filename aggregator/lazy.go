@@ -7,8 +7,6 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpmux/mcpmux/config"
 )
 
 // Lazy catalogs (catalog: lazy in mcpmux.yaml, globally or per profile).
@@ -33,10 +31,11 @@ import (
 const maxExposed = 64
 
 // lazyMeta reports whether a lazy profile serves meta tool name even if
-// meta_tools does not list it: without them its clients could reach
-// nothing beyond always.
+// meta_tools does not list it (metaTool.lazy): without them its clients
+// could reach nothing beyond always.
 func lazyMeta(name string) bool {
-	return name == config.MetaToolFindTools || name == config.MetaToolCallTool
+	i := slices.IndexFunc(metaTable, func(m metaTool) bool { return m.def.Name == name })
+	return i >= 0 && metaTable[i].lazy
 }
 
 // servesMeta reports whether the view has meta tool name (the short name).
@@ -88,11 +87,29 @@ func (x *exposedTools) use(name string, add bool) bool {
 	return true
 }
 
-// lazyTools keeps, of the tools a client of lazy view v may see, those it
+// lazyLists keeps each client's list of a lazy view: what expose added
+// to it, in the client's session state (clientSession.exposed).
+//
+// It holds only what it needs, given at construction (New): the client
+// sessions are reached through the funcs below, never through
+// *Aggregator.
+type lazyLists struct {
+	// lookupClient is the state of session ss, nil if it has none yet
+	// (clients.go).
+	lookupClient func(ss *mcp.ServerSession) *clientSession
+	// client is the state of session ss, made if it has none yet
+	// (clients.go).
+	client func(ctx context.Context, ss *mcp.ServerSession) *clientSession
+	// notify sends the client of ss a notification outside any request,
+	// and reports whether it could (taskfront.go).
+	notify func(ss *mcp.ServerSession, method string, params json.RawMessage) bool
+}
+
+// listed keeps, of the tools a client of lazy view v may see, those it
 // is listed: the pinned ones and those exposed to it.
-func (a *Aggregator) lazyTools(v *view, ss *mcp.ServerSession, tools []*Entry) []*Entry {
+func (l *lazyLists) listed(v *view, ss *mcp.ServerSession, tools []*Entry) []*Entry {
 	var exposed map[string]bool
-	if cs := a.clients.lookup(ss); cs != nil {
+	if cs := l.lookupClient(ss); cs != nil {
 		cs.mu.Lock()
 		exposed = make(map[string]bool, len(cs.exposed))
 		for _, name := range cs.exposed {
@@ -112,8 +129,8 @@ func (a *Aggregator) lazyTools(v *view, ss *mcp.ServerSession, tools []*Entry) [
 // expose adds found (best first) to the list of the client of session ss
 // and, if that changed its list, sends it tools/list_changed. It returns
 // how many tools were added and whether the client could be told.
-func (a *Aggregator) expose(ctx context.Context, v *view, ss *mcp.ServerSession, found []*Entry) (added int, told bool) {
-	cs := a.clients.get(ctx, ss)
+func (l *lazyLists) expose(ctx context.Context, v *view, ss *mcp.ServerSession, found []*Entry) (added int, told bool) {
+	cs := l.client(ctx, ss)
 	cs.mu.Lock()
 	// Worst first, so that when found is longer than the bound the best
 	// are the ones kept.
@@ -126,13 +143,13 @@ func (a *Aggregator) expose(ctx context.Context, v *view, ss *mcp.ServerSession,
 	if added == 0 {
 		return 0, false
 	}
-	return added, a.out.notify(ss, "notifications/tools/list_changed", json.RawMessage(`{}`))
+	return added, l.notify(ss, "notifications/tools/list_changed", json.RawMessage(`{}`))
 }
 
-// touchExposed marks a called tool as used, if it was exposed to the
-// caller: the least recently used leave first.
-func (a *Aggregator) touchExposed(ss *mcp.ServerSession, name string) {
-	if cs := a.clients.lookup(ss); cs != nil {
+// touch marks a called tool as used, if it was exposed to the caller:
+// the least recently used leave first.
+func (l *lazyLists) touch(ss *mcp.ServerSession, name string) {
+	if cs := l.lookupClient(ss); cs != nil {
 		cs.mu.Lock()
 		cs.exposed.use(name, false)
 		cs.mu.Unlock()

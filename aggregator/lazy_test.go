@@ -185,7 +185,7 @@ func TestExposeNotifiesOverHTTP(t *testing.T) {
 // Without sessions there is no list per client: expose says so.
 func TestExposeWithoutSessions(t *testing.T) {
 	h := metaHarness(t, lazySettings)
-	h.agg.stateless = true
+	h.agg.stateless, h.agg.meta.stateless = true, true
 	res, found := find(t, h.client(DefaultProfile), map[string]any{"query": "read a file", "expose": true})
 	if len(found.Tools) == 0 || !strings.Contains(text(res), "keeps no tool list per client") {
 		t.Errorf("stateless expose = %q", text(res))

@@ -39,10 +39,10 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if cursor == "" {
 					// What the client may call, listed or not: what a
 					// replay of its calls needs.
-					a.recordCatalog(p, r, v, tools)
+					a.recording.listed(p, r, v, tools)
 				}
 				if v.lazy {
-					tools = a.lazyTools(v, r.Session, tools)
+					tools = a.lazy.listed(v, r.Session, tools)
 				}
 				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, a.mcpTasks.toolListing(r.Session))
 				if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
+	"github.com/mcpmux/mcpmux/internal/logs"
+	"github.com/mcpmux/mcpmux/metrics"
 	"github.com/mcpmux/mcpmux/upstream"
 )
 
@@ -23,20 +26,54 @@ import (
 // get mcpmux's status, whatever servers are configured.
 const MetaServer = "mcpmux"
 
-// metaHandler answers a call of a meta tool for profile p.
-type metaHandler func(a *Aggregator, ctx context.Context, p *profile, c *toolCall) *result
+// metaTools serves the meta tools: it answers their calls (each tool's
+// handler is a method of it) and reports server tools they shadow.
+//
+// It holds only what the meta tools need, given at construction (New):
+// the aggregator is reached through the few funcs below, never through
+// *Aggregator, so that a meta tool reads, and changes, on its own, and
+// what a new one needs shows as a field here.
+type metaTools struct {
+	stateless bool // see Options.Stateless: no per-client tool lists to expose to
+	log       *slog.Logger
+	mask      *logs.Masker // secrets of the config, hidden in what clients see
+	metrics   *metrics.Metrics
+
+	// health is the state of mcpmux and its servers (health.go), which
+	// mcpmux__status reports.
+	health func() Health
+	// sessionTools are the tools of v the client of session ss may see
+	// (lists.go): what mcpmux__find_tools searches.
+	sessionTools func(ctx context.Context, v *view, ss *mcp.ServerSession) []*Entry
+	// expose adds found to the list of the client of ss (lazy.go), and
+	// says how many were added and whether the client was told.
+	expose func(ctx context.Context, v *view, ss *mcp.ServerSession, found []*Entry) (added int, told bool)
+	// pipeline runs a call through the pipeline of p (callTool,
+	// pipeline.go), as mcpmux__call_tool does with the call it is asked
+	// to make: a func, so that the pipeline changes on its own.
+	pipeline func(ctx context.Context, p *profile, c *toolCall) *result
+}
+
+// metaHandler answers a call of a meta tool for profile p; call counts
+// it.
+type metaHandler func(m *metaTools, ctx context.Context, p *profile, c *toolCall) *result
 
 type metaTool struct {
 	def    mcp.Tool // Name is the short name
 	handle metaHandler
+	// lazy: a lazy profile serves it even if meta_tools does not list it
+	// (config.LazyMetaTools, which its blacklist may not hide).
+	lazy bool
 }
 
-// metaTools are the meta tools, in listing order: the one table of them.
+// metaTable is the meta tools, in listing order: the one table of them.
 // A new meta tool is an entry here with its definition and its handler (a
-// method on *Aggregator below); its name goes into config.MetaToolNames
-// and the enum of meta_tools in config/schema/mcpmux.schema.json, which
+// method on *metaTools below; what it needs beyond that type's fields
+// becomes a field, given in New); its name goes into config.MetaToolNames
+// (and config.LazyMetaTools if lazy) and the enum and description of
+// meta_tools in config/schema/mcpmux.schema.json, which
 // TestMetaToolsAreDefinedOnce holds to this table.
-var metaTools = []metaTool{
+var metaTable = []metaTool{
 	{
 		def: mcp.Tool{
 			Name:        config.MetaToolStatus,
@@ -45,7 +82,7 @@ var metaTools = []metaTool{
 			InputSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
 		},
-		handle: (*Aggregator).metaStatus,
+		handle: (*metaTools).status,
 	},
 	{
 		def: mcp.Tool{
@@ -62,7 +99,8 @@ var metaTools = []metaTool{
 			},
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
 		},
-		handle: (*Aggregator).metaFindTools,
+		handle: (*metaTools).findTools,
+		lazy:   true,
 	},
 	{
 		def: mcp.Tool{
@@ -78,7 +116,8 @@ var metaTools = []metaTool{
 				"required": []any{"name"},
 			},
 		},
-		handle: (*Aggregator).metaCallTool,
+		handle: (*metaTools).callTool,
+		lazy:   true,
 	},
 }
 
@@ -88,7 +127,7 @@ func metaName(sep, name string) string { return ExposedName(MetaServer, sep, nam
 // addMetaTools adds the enabled meta tools to a view, unless blocked (the
 // [MetaServer, name] pairs of the blacklists) hides them.
 func (v *view) addMetaTools(blocked map[[2]string]bool) {
-	for _, m := range metaTools {
+	for _, m := range metaTable {
 		if !v.servesMeta(m.def.Name) {
 			continue
 		}
@@ -110,33 +149,35 @@ func (v *view) addMetaTools(blocked map[[2]string]bool) {
 	}
 }
 
-// logShadowedByMetaTools reports server tools that a meta tool hides.
-func (a *Aggregator) logShadowedByMetaTools() {
-	lazy := a.anyLazy()
-	for _, m := range metaTools {
-		if !a.settings.HasMetaTool(m.def.Name) && !(lazy && lazyMeta(m.def.Name)) {
+// logShadowed reports the tools of cat that a meta tool the settings s
+// serve hides.
+func (m *metaTools) logShadowed(cat *Catalog, s *config.Settings) {
+	lazy := anyLazy(s)
+	for _, mt := range metaTable {
+		if !s.HasMetaTool(mt.def.Name) && !(lazy && mt.lazy) {
 			continue
 		}
-		name := metaName(a.settings.Separator, m.def.Name)
-		if e, ok := a.catalog.Lookup(name); ok {
-			a.log.Error("tool not exposed: the meta tool of mcpmux.yaml's meta_tools has its name; give the server another prefix", "tool", name, "server", e.Server)
+		name := metaName(s.Separator, mt.def.Name)
+		if e, ok := cat.Lookup(name); ok {
+			m.log.Error("tool not exposed: the meta tool of mcpmux.yaml's meta_tools has its name; give the server another prefix", "tool", name, "server", e.Server)
 		}
 	}
 }
 
-// anyLazy reports whether a profile lists its tools lazily.
-func (a *Aggregator) anyLazy() bool {
-	for _, name := range append([]string{DefaultProfile}, a.settings.ProfileNames()...) {
-		if lazy, _ := a.settings.CatalogOf(name); lazy {
+// anyLazy reports whether a profile of s lists its tools lazily.
+func anyLazy(s *config.Settings) bool {
+	for _, name := range append([]string{DefaultProfile}, s.ProfileNames()...) {
+		if lazy, _ := s.CatalogOf(name); lazy {
 			return true
 		}
 	}
 	return false
 }
 
-// searchable reports whether some profile serves mcpmux__find_tools.
-func (a *Aggregator) searchable() bool {
-	return a.settings.HasMetaTool(config.MetaToolFindTools) || a.anyLazy()
+// searchable reports whether some profile of s serves
+// mcpmux__find_tools.
+func searchable(s *config.Settings) bool {
+	return s.HasMetaTool(config.MetaToolFindTools) || anyLazy(s)
 }
 
 // metaResult is a meta tool's answer: text for every client, and the same
@@ -157,9 +198,12 @@ func metaArgs(c *toolCall, name string, v any) *mcp.CallToolResult {
 	return nil
 }
 
-// countMeta records a meta tool's call under server MetaServer.
-func (a *Aggregator) countMeta(tool string, res *result) *result {
-	a.metrics.CallAnswered(MetaServer, tool, resultOutcome(res.isError()))
+// call answers a call routed to meta tool e (the pipeline's run step),
+// and counts it under server MetaServer and the tool's short name: here,
+// once, so that a handler only answers.
+func (m *metaTools) call(ctx context.Context, p *profile, c *toolCall, e *Entry) *result {
+	res := e.meta(m, ctx, p, c)
+	m.metrics.CallAnswered(MetaServer, e.Tool, resultOutcome(res.isError()))
 	return res
 }
 
@@ -187,10 +231,10 @@ type StatusResult struct {
 	Drifted []Drift `json:"drifted_tools,omitempty"`
 }
 
-// metaStatus reports the state of the profile's servers.
-func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *toolCall) *result {
+// status (mcpmux__status) reports the state of the profile's servers.
+func (m *metaTools) status(_ context.Context, p *profile, _ *toolCall) *result {
 	v := p.view.Load()
-	h := a.Health()
+	h := m.health()
 	out := StatusResult{Ready: h.Ready, Servers: []ServerState{}}
 	var b strings.Builder
 	up := 0
@@ -198,7 +242,7 @@ func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *toolCall) *res
 		if !v.hasServer(st.Name) {
 			continue
 		}
-		st.Error = a.mask.Mask(st.Error) // a child's stderr may quote its secrets
+		st.Error = m.mask.Mask(st.Error) // a child's stderr may quote its secrets
 		out.Servers = append(out.Servers, ServerState{Name: st.Name, State: string(st.State), Error: st.Error, Tools: st.Tools,
 			Restarts: st.Restarts, Transport: st.Transport, Protocol: st.Protocol, Session: st.Session, Clients: st.Clients, Since: st.Since})
 		if st.State == upstream.StateUp {
@@ -232,7 +276,7 @@ func (a *Aggregator) metaStatus(_ context.Context, p *profile, _ *toolCall) *res
 		fmt.Fprintf(&b, "\n- tool %s changed since it was trusted (%s): %s\n%s", d.Name, d.Changed, state, d.Diff)
 	}
 	text := fmt.Sprintf("%s: %d of %d servers up.%s", head, up, len(out.Servers), b.String())
-	return a.countMeta(config.MetaToolStatus, metaResult(text, out))
+	return metaResult(text, out)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -256,9 +300,10 @@ type FindResult struct {
 	Total int `json:"total"`
 }
 
-// metaFindTools searches the caller's current catalog and, with expose
-// in a lazy profile, adds what it found to the caller's tool list.
-func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall) *result {
+// findTools (mcpmux__find_tools) searches the caller's current catalog
+// and, with expose in a lazy profile, adds what it found to the caller's
+// tool list.
+func (m *metaTools) findTools(ctx context.Context, p *profile, c *toolCall) *result {
 	name := metaName(p.view.Load().settings.Separator, config.MetaToolFindTools)
 	var args struct {
 		Query  string `json:"query"`
@@ -266,7 +311,7 @@ func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall)
 		Expose bool   `json:"expose"`
 	}
 	if res := metaArgs(c, name, &args); res != nil {
-		return a.countMeta(config.MetaToolFindTools, decoded(res))
+		return decoded(res)
 	}
 	limit := args.Limit
 	if limit <= 0 {
@@ -274,7 +319,7 @@ func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall)
 	}
 	limit = min(limit, maxFindLimit)
 	v := p.view.Load()
-	found, total := a.findTools(ctx, v, c.session, args.Query, limit)
+	found, total := m.search(ctx, v, c.session, args.Query, limit)
 	out := FindResult{Tools: []FoundTool{}, Total: total}
 	var b strings.Builder
 	switch {
@@ -287,26 +332,26 @@ func (a *Aggregator) metaFindTools(ctx context.Context, p *profile, c *toolCall)
 	}
 	if args.Expose && len(found) > 0 {
 		b.WriteString(" ")
-		b.WriteString(a.exposeNote(ctx, v, c.session, found))
+		b.WriteString(m.exposeNote(ctx, v, c.session, found))
 	}
 	for _, e := range found {
 		schema, _ := json.Marshal(e.Def.InputSchema)
 		out.Tools = append(out.Tools, FoundTool{Name: e.Name, Description: e.Def.Description, InputSchema: e.Def.InputSchema})
 		fmt.Fprintf(&b, "\n\n%s: %s\ninput schema: %s", e.Name, oneLine(e.Def.Description), schema)
 	}
-	return a.countMeta(config.MetaToolFindTools, metaResult(b.String(), out))
+	return metaResult(b.String(), out)
 }
 
 // exposeNote exposes found to the caller (lazy.go) and says what came of
 // it.
-func (a *Aggregator) exposeNote(ctx context.Context, v *view, ss *mcp.ServerSession, found []*Entry) string {
+func (m *metaTools) exposeNote(ctx context.Context, v *view, ss *mcp.ServerSession, found []*Entry) string {
 	switch {
 	case !v.lazy:
 		return "(expose: your tool list already has every tool.)"
-	case a.stateless || ss == nil || requestIsItsOwnClient(ctx):
+	case m.stateless || ss == nil || requestIsItsOwnClient(ctx):
 		return "(expose: mcpmux serves without sessions here, so it keeps no tool list per client; call these tools through mcpmux__call_tool.)"
 	}
-	added, told := a.expose(ctx, v, ss, found)
+	added, told := m.expose(ctx, v, ss, found)
 	switch {
 	case added == 0:
 		return "(expose: your tool list already has them.)"
@@ -316,16 +361,16 @@ func (a *Aggregator) exposeNote(ctx context.Context, v *view, ss *mcp.ServerSess
 	return fmt.Sprintf("(expose: %d added to your tool list, which you get with tools/list; until then call them through mcpmux__call_tool.)", added)
 }
 
-// findTools returns the best limit tools (not the meta tools) the caller
+// search returns the best limit tools (not the meta tools) the caller
 // may call that match query, best first (package toolsearch), and how
 // many match; an empty query matches all of them, in list order. The
 // caller's tools are what its tool list would show in an eager catalog:
 // not the tools its servers list only to clients with capabilities it
 // lacks.
-func (a *Aggregator) findTools(ctx context.Context, v *view, ss *mcp.ServerSession, query string, limit int) ([]*Entry, int) {
+func (m *metaTools) search(ctx context.Context, v *view, ss *mcp.ServerSession, query string, limit int) ([]*Entry, int) {
 	callable := map[string]*Entry{}
 	var all []*Entry
-	for _, e := range a.sessionTools(ctx, v, ss) {
+	for _, e := range m.sessionTools(ctx, v, ss) {
 		if e.meta == nil {
 			callable[e.Name] = e
 			all = append(all, e)
@@ -342,22 +387,22 @@ func (a *Aggregator) findTools(ctx context.Context, v *view, ss *mcp.ServerSessi
 	return out, total
 }
 
-// metaCallTool calls the named tool as if the client had called it: the
-// same routing, blacklist, auto-correction and timeouts.
-func (a *Aggregator) metaCallTool(ctx context.Context, p *profile, c *toolCall) *result {
+// callTool (mcpmux__call_tool) calls the named tool as if the client had
+// called it: the same routing, blacklist, auto-correction and timeouts.
+func (m *metaTools) callTool(ctx context.Context, p *profile, c *toolCall) *result {
 	self := metaName(p.view.Load().settings.Separator, config.MetaToolCallTool)
 	var args struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if res := metaArgs(c, self, &args); res != nil {
-		return a.countMeta(config.MetaToolCallTool, decoded(res))
+		return decoded(res)
 	}
 	if args.Name == "" {
-		return a.countMeta(config.MetaToolCallTool, decoded(toolError("%s needs name: the exposed name of the tool to call, as mcpmux__find_tools returns it.", self)))
+		return decoded(toolError("%s needs name: the exposed name of the tool to call, as mcpmux__find_tools returns it.", self))
 	}
 	if args.Name == self {
-		return a.countMeta(config.MetaToolCallTool, decoded(toolError("%s cannot call itself; pass the name of the tool you want to call.", self)))
+		return decoded(toolError("%s cannot call itself; pass the name of the tool you want to call.", self))
 	}
-	return a.countMeta(config.MetaToolCallTool, a.callTool(ctx, p, c.derive(args.Name, args.Arguments)))
+	return m.pipeline(ctx, p, c.derive(args.Name, args.Arguments))
 }

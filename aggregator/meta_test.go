@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmux/mcpmux/config"
@@ -250,13 +252,14 @@ func TestMetaToolsAreStableAcrossRebuilds(t *testing.T) {
 	}
 }
 
-// metaTools is the one table of meta tools: the names mcpmux.yaml's
+// metaTable is the one table of meta tools: the names mcpmux.yaml's
 // meta_tools accepts (config.MetaToolNames) and the enum of its schema are
-// its names, in its order, so that a new meta tool left out of either
-// fails here, naming what to add.
+// its names, in its order, and those a lazy profile serves regardless
+// (config.LazyMetaTools) are its entries marked lazy, so that a new meta
+// tool left out of any fails here, naming what to add.
 func TestMetaToolsAreDefinedOnce(t *testing.T) {
 	var names []string
-	for _, m := range metaTools {
+	for _, m := range metaTable {
 		names = append(names, m.def.Name)
 		if m.handle == nil || m.def.Description == "" || m.def.Title == "" {
 			t.Errorf("meta tool %q needs a handler, a title and a description", m.def.Name)
@@ -266,7 +269,16 @@ func TestMetaToolsAreDefinedOnce(t *testing.T) {
 		}
 	}
 	if !slices.Equal(config.MetaToolNames, names) {
-		t.Errorf("config.MetaToolNames = %q, want the names of metaTools, %q", config.MetaToolNames, names)
+		t.Errorf("config.MetaToolNames = %q, want the names of metaTable, %q", config.MetaToolNames, names)
+	}
+	var lazy []string
+	for _, m := range metaTable {
+		if m.lazy {
+			lazy = append(lazy, m.def.Name)
+		}
+	}
+	if !slices.Equal(config.LazyMetaTools, lazy) {
+		t.Errorf("config.LazyMetaTools = %q, want the names of metaTable marked lazy, %q", config.LazyMetaTools, lazy)
 	}
 	data, err := os.ReadFile(filepath.Join("..", "config", "schema", "mcpmux.schema.json"))
 	if err != nil {
@@ -278,6 +290,7 @@ func TestMetaToolsAreDefinedOnce(t *testing.T) {
 				Description string
 				Items       struct{ Enum []string }
 			} `json:"meta_tools"`
+			Catalog struct{ Description string }
 		}
 	}
 	if err := json.Unmarshal(data, &schema); err != nil {
@@ -285,11 +298,44 @@ func TestMetaToolsAreDefinedOnce(t *testing.T) {
 	}
 	mt := schema.Properties.MetaTools
 	if !slices.Equal(mt.Items.Enum, names) {
-		t.Errorf("config/schema/mcpmux.schema.json: meta_tools.items.enum = %q, want the names of metaTools, %q", mt.Items.Enum, names)
+		t.Errorf("config/schema/mcpmux.schema.json: meta_tools.items.enum = %q, want the names of metaTable, %q", mt.Items.Enum, names)
 	}
 	for _, n := range names {
 		if !strings.Contains(mt.Description, n+" (") {
 			t.Errorf("config/schema/mcpmux.schema.json: the description of meta_tools does not say what %s does", n)
 		}
 	}
+	for _, n := range lazy {
+		if !strings.Contains(schema.Properties.Catalog.Description, "mcpmux__"+n) {
+			t.Errorf("config/schema/mcpmux.schema.json: the description of catalog does not name mcpmux__%s, which a lazy catalog lists", n)
+		}
+	}
+}
+
+// Each call of a meta tool is counted once, under server mcpmux and its
+// short name, whichever way its handler answered; mcpmux__call_tool's
+// call is counted under its own server too.
+func TestMetaToolCallsAreCountedOnce(t *testing.T) {
+	h := metaHarness(t, allMetaTools)
+	cs := h.client(DefaultProfile)
+	call(t, cs, "mcpmux__status", nil)
+	call(t, cs, "mcpmux__find_tools", map[string]any{"query": "read"})
+	call(t, cs, "mcpmux__find_tools", map[string]any{"limit": "many"}) // bad arguments
+	call(t, cs, "mcpmux__call_tool", map[string]any{})                 // no name
+	call(t, cs, "mcpmux__call_tool", map[string]any{"name": "mcpmux__call_tool"})
+	call(t, cs, "mcpmux__call_tool", map[string]any{"name": "files__read_file", "arguments": map[string]any{"text": "x"}})
+	gathered, err := h.agg.metrics.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range gathered {
+		fams[f.GetName()] = f
+	}
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls(MetaServer, "status", "ok"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls(MetaServer, "find_tools", "ok"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls(MetaServer, "find_tools", "error"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls(MetaServer, "call_tool", "error"), 2)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls(MetaServer, "call_tool", "ok"), 1)
+	wantSample(t, fams, "mcpmux_tool_calls_total", calls("files", "read_file", "ok"), 1)
 }

@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -38,9 +39,17 @@ type Drift struct {
 	refuse  bool
 }
 
-// pins is what the checks need between rebuilds; guarded by mu (taken
-// under Aggregator.mu, or alone by a call of a quarantined tool).
+// pins checks the catalog's tools against the trusted definitions and
+// answers the calls of those it holds. It keeps what the checks need
+// between rebuilds; guarded by mu (taken under Aggregator.mu, or alone by
+// a call of a quarantined tool).
+//
+// Like the other parts of the aggregator it holds only what it needs,
+// given at construction (New), never *Aggregator.
 type pins struct {
+	log     *slog.Logger
+	metrics *metrics.Metrics
+
 	mu     sync.Mutex
 	from   string // pin.from the set was read from
 	set    pin.Set
@@ -54,23 +63,22 @@ type pins struct {
 	resync func()
 }
 
-// checkPins finds the drifts of the catalog's tools under the settings.
-func (a *Aggregator) checkPins(cat *Catalog, s *config.Settings) map[string]*Drift {
+// check finds the drifts of the catalog's tools under the settings.
+func (ps *pins) check(cat *Catalog, s *config.Settings) map[string]*Drift {
 	if s.Pin == nil && !s.ToolPinning {
 		return nil
 	}
-	ps := &a.pins
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if s.Pin != nil && s.Pin.From != ps.from {
 		ps.from = s.Pin.From
 		ps.set, ps.err = pin.Load(s.Pin.From)
 		if ps.err != nil {
-			a.log.Error("pin: cannot read the pinned tools; no tool is checked against them", "from", s.Pin.From, "error", ps.err)
+			ps.log.Error("pin: cannot read the pinned tools; no tool is checked against them", "from", s.Pin.From, "error", ps.err)
 		}
 	}
 	if s.ToolPinning {
-		a.readPinStateLocked(s.ToolPinningState)
+		ps.readStateLocked(s.ToolPinningState)
 	}
 	out := map[string]*Drift{}
 	stateChanged := false
@@ -101,7 +109,7 @@ func (a *Aggregator) checkPins(cat *Catalog, s *config.Settings) map[string]*Dri
 	}
 	if stateChanged && ps.path != "" {
 		if err := ps.state.Write(ps.path); err != nil {
-			a.log.Error("tool_pinning: cannot write the state file", "file", ps.path, "error", err)
+			ps.log.Error("tool_pinning: cannot write the state file", "file", ps.path, "error", err)
 		} else {
 			ps.seen = fileContent(ps.path)
 		}
@@ -118,7 +126,7 @@ func (a *Aggregator) checkPins(cat *Catalog, s *config.Settings) map[string]*Dri
 			if d.By == toolPinningRule {
 				what = "tool_pinning: tool changed since it was trusted; quarantined until approved (mcpmux approve " + d.Server + " " + d.Tool + ")"
 			}
-			a.log.Warn(what, "server", d.Server, "tool", d.Tool, "changed", d.Changed, "diff", d.Diff)
+			ps.log.Warn(what, "server", d.Server, "tool", d.Tool, "changed", d.Changed, "diff", d.Diff)
 		}
 	}
 	clear(ps.logged)
@@ -128,10 +136,9 @@ func (a *Aggregator) checkPins(cat *Catalog, s *config.Settings) map[string]*Dri
 	return out
 }
 
-// readPinStateLocked (re)reads tool_pinning's state file when it changed
+// readStateLocked (re)reads tool_pinning's state file when it changed
 // on disk (mcpmux approve writes it).
-func (a *Aggregator) readPinStateLocked(path string) {
-	ps := &a.pins
+func (ps *pins) readStateLocked(path string) {
 	if path != ps.path {
 		ps.path, ps.state, ps.seen = path, nil, ""
 	}
@@ -145,7 +152,7 @@ func (a *Aggregator) readPinStateLocked(path string) {
 	}
 	st, err := pin.ReadState(path)
 	if err != nil {
-		a.log.Error("tool_pinning: cannot read the state file; the tools are trusted as seen now", "file", path, "error", err)
+		ps.log.Error("tool_pinning: cannot read the state file; the tools are trusted as seen now", "file", path, "error", err)
 		st, _ = pin.ReadState("")
 	}
 	ps.state, ps.seen = st, content
@@ -165,19 +172,18 @@ func fileContent(path string) string {
 	return string(b)
 }
 
-// pinStateChanged reports whether tool_pinning's state file changed on
+// stateChanged reports whether tool_pinning's state file changed on
 // disk since it was read: an approval to apply.
-func (a *Aggregator) pinStateChanged() bool {
-	ps := &a.pins
+func (ps *pins) stateChanged() bool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.path != "" && fileContent(ps.path) != ps.seen
 }
 
 // quarantined answers a call of a tool hidden because it drifted.
-func (a *Aggregator) quarantined(c *toolCall, d *Drift) *mcp.CallToolResult {
-	a.metrics.CallAnswered(d.Server, d.Tool, metrics.OutcomeRefused)
-	a.metrics.RuleHit(metrics.RuleRefused, d.By)
+func (ps *pins) quarantined(c *toolCall, d *Drift) *mcp.CallToolResult {
+	ps.metrics.CallAnswered(d.Server, d.Tool, metrics.OutcomeRefused)
+	ps.metrics.RuleHit(metrics.RuleRefused, d.By)
 	c.rec.Routed(d.Server, "")
 	c.rec.Hit(d.By, rewrite.ActionRefused)
 	c.rec.Drifted(d.Changed)

@@ -115,7 +115,7 @@ func (a *Aggregator) toolHandler(p *profile) mcp.ToolHandler {
 // callTool runs c through the pipeline of profile p.
 func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *result {
 	v := p.view.Load()
-	if v.held[c.name] != nil && a.pinStateChanged() {
+	if v.held[c.name] != nil && a.pins.stateChanged() {
 		a.pins.resync() // mcpmux approve wrote the state file: apply it now
 		v = p.view.Load()
 	}
@@ -134,7 +134,7 @@ func (a *Aggregator) callTool(ctx context.Context, p *profile, c *toolCall) *res
 	c.span.Set("mcpmux.server", e.Server)
 	c.span.Set("mcpmux.corrected_to", fix.exposedName(e))
 	if v.lazy {
-		a.touchExposed(c.session, e.Name)
+		a.lazy.touch(c.session, e.Name)
 	}
 	// 2. Rules before.
 	rules := a.current.Load().Rules()
@@ -179,7 +179,7 @@ func (a *Aggregator) route(v *view, c *toolCall) (*Entry, *correction, *mcp.Call
 		return nil, nil, a.blacklisted(c, e)
 	}
 	if d := v.held[name]; d != nil {
-		return nil, nil, a.quarantined(c, d)
+		return nil, nil, a.pins.quarantined(c, d)
 	}
 	server, known, tool, candidates := a.lookup(v, name)
 	// A server of the profile that is not up lists no tools: a call naming
@@ -360,7 +360,7 @@ func (a *Aggregator) ruleCall(p *profile, c *toolCall, e *Entry) (*rewrite.Call,
 // journal, any other tool's server (forward).
 func (a *Aggregator) run(ctx context.Context, p *profile, c *toolCall, e *Entry) *result {
 	if e.meta != nil {
-		return e.meta(a, ctx, p, c)
+		return a.meta.call(ctx, p, c, e)
 	}
 	if res := a.replayed(c, e); res != nil {
 		return res

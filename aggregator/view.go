@@ -101,7 +101,7 @@ func newView(name string, cat *Catalog, settings *config.Settings) *view {
 			v.toolList = append(v.toolList, e)
 		}
 	}
-	for _, m := range metaTools {
+	for _, m := range metaTable {
 		if e := v.visible[metaName(settings.Separator, m.def.Name)]; e != nil && e.meta != nil {
 			v.toolList = append(v.toolList, e)
 		}

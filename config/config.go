@@ -370,6 +370,12 @@ const (
 // package's hold them, and the schema's enum, to that table).
 var MetaToolNames = []string{MetaToolStatus, MetaToolFindTools, MetaToolCallTool}
 
+// LazyMetaTools are the meta tools a lazy profile (catalog: lazy) serves
+// whatever meta_tools says, and its blacklist may not hide: without them
+// its clients could reach nothing beyond always. Package aggregator's
+// table marks the same ones (its tests hold them to it).
+var LazyMetaTools = []string{MetaToolFindTools, MetaToolCallTool}
+
 // HasMetaTool reports whether meta_tools lists name.
 func (s *Settings) HasMetaTool(name string) bool { return slices.Contains(s.MetaTools, name) }
 
@@ -564,7 +570,7 @@ func (s *Settings) lazyNeedsItsMetaTools(profile string) error {
 		field = "profiles." + profile + ".tool_blacklist"
 	}
 	for _, p := range pairs {
-		if len(p) == 2 && p[0] == "mcpmux" && (p[1] == MetaToolFindTools || p[1] == MetaToolCallTool) {
+		if len(p) == 2 && p[0] == "mcpmux" && slices.Contains(LazyMetaTools, p[1]) {
 			what := "the default profile"
 			if profile != "" {
 				what = "profile " + profile

@@ -143,7 +143,7 @@ func TestSchemaMatchesStructs(t *testing.T) {
 // The schema's lists of names are the lists the loader checks against:
 // the kinds of rewrite rules (package rewrite's kinds table) and the meta
 // tools (MetaToolNames, which package aggregator checks against its
-// metaTools table).
+// metaTable).
 func TestSchemaEnumsMatchTheirTables(t *testing.T) {
 	settings := readSchema(t, "mcpmux.schema.json")
 	for _, c := range []struct {
