@@ -109,6 +109,8 @@ type Aggregator struct {
 	// (mcptasks.go, tasks2026.go): the pipeline hands them a call's task
 	// and its answer, and they answer the tasks/* methods.
 	mcpTasks *mcpTasks
+	// pipeline runs every tool call (pipeline.go).
+	pipeline *pipeline
 
 	journal    *journal.Journal // writes nothing unless the settings name a dir
 	frozen     *journal.Journal // the replayed journal, appended to with replay.miss: record
@@ -174,6 +176,26 @@ func New(opts *Options) *Aggregator {
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)
 	}
+	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
+	a.frozen = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
+	a.pipeline = &pipeline{
+		log:             a.log,
+		mask:            a.mask,
+		pool:            a.pool,
+		metrics:         a.metrics,
+		stateless:       a.stateless,
+		settings:        a.current.Load,
+		journal:         a.journal,
+		frozen:          a.frozen,
+		replay:          a.replay.Load,
+		request:         a.request,
+		runIDOf:         a.runIDOf,
+		applyApprovals:  a.pins.applyApprovals,
+		runMeta:         func(ctx context.Context, p *profile, c *toolCall, e *Entry) *result { return e.meta(a, ctx, p, c) },
+		touchExposed:    a.touchExposed,
+		sessionTools:    a.sessionTools,
+		linkOutputFiles: a.linkOutputFiles,
+	}
 	a.mcpTasks = &mcpTasks{
 		stateless: a.stateless,
 		log:       a.log,
@@ -182,18 +204,17 @@ func New(opts *Options) *Aggregator {
 		settings:  a.current.Load,
 		signer:    replicas,
 		request:   a.request,
-		ruleCall:  a.ruleCall,
+		ruleCall:  a.pipeline.ruleCall,
 		runIDOf:   a.runIDOf,
 		whenEnded: func(ss *mcp.ServerSession, f func()) { a.client(context.Background(), ss).whenEnded(f) },
 	}
+	a.pipeline.tasks = a.mcpTasks
 	a.pass = &passThrough{
 		pool: opts.Pool, log: log, stateless: opts.Stateless,
 		runIDOf: a.runIDOf, request: a.request, profiles: a.allProfiles,
 		subs: subscriptions{n: map[string]int{}},
 	}
-	a.journal = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.pins.resync = a.Sync
-	a.frozen = journal.New(&journal.Options{Log: log, OnError: a.metrics.JournalLineLost})
 	a.applyRecording(settings)
 	a.current.Store(settings)
 	a.mu.Lock()
@@ -332,7 +353,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.mcpTasks.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.callMiddleware(p), a.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.outputFilesMiddleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.pipeline.callMiddleware(p), a.logLevelMiddleware)
 	return p
 }
 
@@ -357,7 +378,7 @@ func (a *Aggregator) applyView(p *profile, v *view) {
 		if p.registered[name] == e.hash {
 			continue
 		}
-		if err := addTool(p.server, e.Def, a.toolHandler(p)); err != nil {
+		if err := addTool(p.server, e.Def, a.pipeline.toolHandler(p)); err != nil {
 			a.log.Error("tool not exposed", "tool", name, "server", e.Server, "error", err)
 			continue
 		}

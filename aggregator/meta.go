@@ -359,5 +359,5 @@ func (a *Aggregator) metaCallTool(ctx context.Context, p *profile, c *toolCall) 
 	if args.Name == self {
 		return a.countMeta(config.MetaToolCallTool, decoded(toolError("%s cannot call itself; pass the name of the tool you want to call.", self)))
 	}
-	return a.countMeta(config.MetaToolCallTool, a.callTool(ctx, p, c.derive(args.Name, args.Arguments)))
+	return a.countMeta(config.MetaToolCallTool, a.pipeline.call(ctx, p, c.derive(args.Name, args.Arguments)))
 }
