@@ -110,6 +110,8 @@ type Aggregator struct {
 	// (mcptasks.go, tasks2026.go): the pipeline hands them a call's task
 	// and its answer, and they answer the tasks/* methods.
 	mcpTasks *mcpTasks
+	// pipeline runs every tool call (pipeline.go).
+	pipeline *pipeline
 
 	journal   *journal.Journal              // writes nothing unless the settings name a dir
 	frozen    *journal.Journal              // the replayed journal, appended to with replay.miss: record
@@ -181,6 +183,34 @@ func New(opts *Options) *Aggregator {
 	}
 	a.files = &outputFiles{stateless: a.stateless, settings: a.current.Load, whenEnded: a.clients.whenEnded}
 	a.out = &clientOut{log: log, sole: &a.sole, stdioLevel: a.clients.stdioLevel, keptLevel: a.clients.withKeptLevel}
+	a.journal = journal.New(&journal.Options{Log: log, Mask: a.mask, OnError: a.metrics.JournalLineLost})
+	a.frozen = journal.New(&journal.Options{Log: log, Mask: a.mask, OnError: a.metrics.JournalLineLost})
+	a.pins.log, a.pins.resync = log, a.Sync
+	a.lazy = &lazyLists{lookupClient: a.clients.lookup, client: a.clients.get, notify: a.out.notify}
+	a.meta = &metaTools{
+		stateless: a.stateless, log: log, mask: a.mask, metrics: a.metrics,
+		health: a.Health, sessionTools: a.sessionTools, expose: a.lazy.expose,
+	}
+	a.pipeline = &pipeline{
+		log:             a.log,
+		mask:            a.mask,
+		pool:            a.pool,
+		metrics:         a.metrics,
+		stateless:       a.stateless,
+		settings:        a.current.Load,
+		journal:         a.journal,
+		frozen:          a.frozen,
+		replay:          a.replay.Load,
+		request:         a.request,
+		runIDOf:         a.runIDOf,
+		applyApprovals:  a.pins.applyApprovals,
+		runMeta:         a.meta.call,
+		touchExposed:    a.lazy.touch,
+		sessionTools:    a.sessionTools,
+		linkOutputFiles: a.files.link,
+	}
+	// mcpmux__call_tool calls through the pipeline, as a client does.
+	a.meta.pipeline = a.pipeline.call
 	a.mcpTasks = &mcpTasks{
 		stateless: a.stateless,
 		log:       a.log,
@@ -189,23 +219,16 @@ func New(opts *Options) *Aggregator {
 		settings:  a.current.Load,
 		signer:    replicas,
 		request:   a.request,
-		ruleCall:  a.ruleCall,
+		ruleCall:  a.pipeline.ruleCall,
 		runIDOf:   a.runIDOf,
 		whenEnded: func(ss *mcp.ServerSession, f func()) { a.clients.whenEnded(context.Background(), ss, f) },
 	}
+	a.pipeline.tasks = a.mcpTasks
 	a.pass = &passThrough{
 		pool: opts.Pool, log: log, stateless: opts.Stateless,
 		runIDOf: a.runIDOf, request: a.request, profiles: a.allProfiles,
 		subs: subscriptions{n: map[string]int{}},
 	}
-	a.lazy = &lazyLists{lookupClient: a.clients.lookup, client: a.clients.get, notify: a.out.notify}
-	a.meta = &metaTools{
-		stateless: a.stateless, log: log, mask: a.mask, metrics: a.metrics,
-		health: a.Health, sessionTools: a.sessionTools, expose: a.lazy.expose, pipeline: a.callTool,
-	}
-	a.journal = journal.New(&journal.Options{Log: log, Mask: a.mask, OnError: a.metrics.JournalLineLost})
-	a.pins.log, a.pins.metrics, a.pins.resync = log, a.metrics, a.Sync
-	a.frozen = journal.New(&journal.Options{Log: log, Mask: a.mask, OnError: a.metrics.JournalLineLost})
 	a.recording = &recording{log: log, journal: a.journal, frozen: a.frozen, current: &a.replay, runIDOf: a.runIDOf}
 	a.recording.apply(settings)
 	a.current.Store(settings)
@@ -345,7 +368,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.mcpTasks.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.clients.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.files.middleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.callMiddleware(p), a.clients.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.clients.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.files.middleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.pipeline.callMiddleware(p), a.clients.logLevelMiddleware)
 	return p
 }
 
@@ -370,7 +393,7 @@ func (a *Aggregator) applyView(p *profile, v *view) {
 		if p.registered[name] == e.hash {
 			continue
 		}
-		if err := addTool(p.server, e.Def, a.toolHandler(p)); err != nil {
+		if err := addTool(p.server, e.Def, a.pipeline.toolHandler(p)); err != nil {
 			a.log.Error("tool not exposed", "tool", name, "server", e.Server, "error", err)
 			continue
 		}

@@ -58,7 +58,7 @@ func BenchmarkResolve(b *testing.B) {
 			name := fmt.Sprintf("nosuch__tool%d", n/2)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, _, c := h.agg.lookup(v, name); len(c) != 1 {
+				if _, _, _, c := lookup(v, name); len(c) != 1 {
 					b.Fatalf("%d candidates for %s", len(c), name)
 				}
 			}
@@ -82,7 +82,7 @@ func BenchmarkSeparatorName(b *testing.B) {
 		name := "a" + strings.Repeat("__", size/2)
 		b.Run(fmt.Sprintf("lookup/bytes=%d", size), func(b *testing.B) {
 			for b.Loop() {
-				h.agg.lookup(v, name)
+				lookup(v, name)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(name)), "ns/byte")
 		})

@@ -19,23 +19,20 @@ import (
 
 // forward runs step 3 of the pipeline for a call routed to e: the call of
 // e's server. Arguments are checked, the call runs under its timeout and
-// the server's max_concurrency, is counted in metrics, and a failure
+// the server's max_concurrency, is timed in metrics, and a failure
 // becomes an isError result (with the config's secrets masked, as it may
 // quote a child's stderr); a result over max_result_bytes is truncated.
-func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result {
-	srv := a.pool.Get(e.Server)
+// The outcome says how the call ended, and what it costs.
+func (pl *pipeline) forward(ctx context.Context, c *toolCall, e *Entry) (*result, outcome) {
+	srv := pl.pool.Get(e.Server)
 	if srv == nil {
-		a.answered(c, e.Server, e.Tool, metrics.OutcomeUnavailable)
-		c.rec.Failed(metrics.OutcomeUnavailable, 0)
-		return decoded(toolError("Tool '%s' on server '%s' is not available: the server is no longer configured. Use another tool.", e.Tool, e.Server))
+		return decoded(toolError("Tool '%s' on server '%s' is not available: the server is no longer configured. Use another tool.", e.Tool, e.Server)), failedAs(metrics.OutcomeUnavailable, e.Server, e.Tool, 0)
 	}
 	args, err := callArguments(c.args)
 	if err != nil {
-		a.answered(c, e.Server, e.Tool, metrics.OutcomeBadArgs)
-		c.rec.Failed(metrics.OutcomeBadArgs, 0)
-		return decoded(toolError("Tool '%s' on server '%s' was not called: %v. Pass the arguments as a JSON object matching the tool's input schema.", e.Tool, e.Server, err))
+		return decoded(toolError("Tool '%s' on server '%s' was not called: %v. Pass the arguments as a JSON object matching the tool's input schema.", e.Tool, e.Server, err)), failedAs(metrics.OutcomeBadArgs, e.Server, e.Tool, 0)
 	}
-	settings := a.current.Load()
+	settings := pl.settings()
 	timeout := srv.Config().CallTimeout(e.Tool, settings.Timeout)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -45,7 +42,7 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	cctx, down := tracing.StartClient(cctx, "tools/call", e.Tool, e.Server)
 	defer down.End("", "")
 	cp := upstream.CallParams{
-		Request: a.request(ctx, srv, c.session, c.runID),
+		Request: pl.request(ctx, srv, c.session, c.runID),
 		Params: &mcp.CallToolParams{
 			Name:      e.Tool,
 			Arguments: args,
@@ -54,38 +51,37 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 		Progress:     progressTo(ctx, c),
 		StreamClosed: closeClientStream(c.extra),
 	}
-	cp.MCPTask, cp.RunTask = a.mcpTasks.taskMode(c, e) // MCP tasks (mcptasks.go)
-	cp.TasksExtension = requestTasksExtension(ctx)     // of 2026-07-28 (tasks2026.go)
+	cp.MCPTask, cp.RunTask = pl.tasks.taskMode(c, e) // MCP tasks (mcptasks.go)
+	cp.TasksExtension = requestTasksExtension(ctx)   // of 2026-07-28 (tasks2026.go)
 	cp.ExtensionTool = e.extensionTasks
 	start := time.Now()
-	running := a.metrics.StartCall(e.Server, e.Tool)
+	// In flight and timed from here until the server answered; the
+	// outcome is counted by settle.
+	running := pl.metrics.StartCall(e.Server, e.Tool)
 	raw, err := srv.CallTool(cctx, cp)
-	if next := a.pool.Get(e.Server); errors.Is(err, upstream.ErrStopped) && next != nil && next != srv {
+	if next := pl.pool.Get(e.Server); errors.Is(err, upstream.ErrStopped) && next != nil && next != srv {
 		// A reload replaced the server between the lookup and the call:
 		// its new version takes the call.
-		cp.Request = a.request(ctx, next, c.session, c.runID)
+		cp.Request = pl.request(ctx, next, c.session, c.runID)
 		raw, err = next.CallTool(cctx, cp)
 	}
+	running.Returned()
 	elapsed := time.Since(start).Round(time.Millisecond)
 	if err != nil {
 		f, detail := classify(ctx, cctx, err)
-		running.Done(f.outcome)
-		c.span.Set("mcpmux.outcome", f.outcome)
 		down.Fail(f.outcome, err.Error())
-		c.rec.Failed(f.outcome, f.timeout(timeout))
-		a.log.Warn("tool call failed", "tool", e.Name, "task", c.runID, "session", sessionID(c.session), "error", err, "elapsed", elapsed)
-		res := decoded(a.maskResult(f.result(e, timeout, detail)))
-		res.rpc = passedOn(err, a.mask.Mask)
-		return res
+		pl.log.Warn("tool call failed", "tool", e.Name, "task", c.runID, "session", sessionID(c.session), "error", err, "elapsed", elapsed)
+		res := decoded(pl.maskResult(f.result(e, timeout, detail)))
+		res.rpc = passedOn(err, pl.mask.Mask)
+		return res, failedAs(f.outcome, e.Server, e.Tool, f.timeout(timeout))
 	}
 	res := &result{raw: raw}
-	running.Done(resultOutcome(res.isError()))
-	a.charge(c, srv.Config(), e, "") // the server answered: the call is billed
-	c.span.Set("mcpmux.outcome", resultOutcome(res.isError()))
+	// The server answered: the call is billed.
+	out := answered(resultOutcome(res.isError()), e.Server, e.Tool).charged(srv.Config(), e, "")
 	traceResult(down, res)
-	a.log.Debug("tool call", "tool", e.Name, "task", c.runID, "session", sessionID(c.session), "elapsed", elapsed)
+	pl.log.Debug("tool call", "tool", e.Name, "task", c.runID, "session", sessionID(c.session), "elapsed", elapsed)
 	if cfg := srv.Config(); cfg.OutputDir != "" {
-		res = decoded(a.files.link(ctx, c.session, cfg, res.typed(), start.Add(-time.Second)))
+		res = decoded(pl.linkOutputFiles(ctx, c.session, cfg, res.typed(), start.Add(-time.Second)))
 	}
 	// A result no longer than the limit cannot hold more payload than it
 	// allows: only a longer one is decoded to be measured.
@@ -95,11 +91,11 @@ func (a *Aggregator) forward(ctx context.Context, c *toolCall, e *Entry) *result
 	}
 	if res.size() > int(limit) {
 		if capped, truncated := capResult(res.typed(), limit); truncated {
-			a.log.Warn("tool result truncated: over max_result_bytes", "tool", e.Name, "task", c.runID, "limit", limit.String())
+			pl.log.Warn("tool result truncated: over max_result_bytes", "tool", e.Name, "task", c.runID, "limit", limit.String())
 			res = decoded(capped)
 		}
 	}
-	return res
+	return res, out
 }
 
 // progressTo returns the function that passes a server's progress
@@ -216,10 +212,10 @@ func withRefusals(meta mcp.Meta, rules *rewrite.Rules, e *Entry) mcp.Meta {
 
 // maskResult hides the config's secrets in the text of an error result
 // mcpmux made itself.
-func (a *Aggregator) maskResult(res *mcp.CallToolResult) *mcp.CallToolResult {
+func (pl *pipeline) maskResult(res *mcp.CallToolResult) *mcp.CallToolResult {
 	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok {
-			t.Text = a.mask.Mask(t.Text)
+			t.Text = pl.mask.Mask(t.Text)
 		}
 	}
 	return res

@@ -1,88 +1,44 @@
 package aggregator
 
 import (
-	"context"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/journal"
 	"github.com/mcpmux/mcpmux/metrics"
-	"github.com/mcpmux/mcpmux/tracing"
 )
 
 // The pipeline's hooks for the journal and replay (mcpmux.yaml's journal
 // and replay; packages journal and journal/replay). A client's call is
-// recorded from its entry (clientCall) to its end, each step noting on
-// c.rec what it decided; replay answers in the run step, so that
-// everything else the pipeline does applies to a replayed call too.
-
-// clientCall runs a client's tools/call through the pipeline and writes
-// its journal line when it ends.
-func (a *Aggregator) clientCall(ctx context.Context, p *profile, req *mcp.CallToolRequest) *result {
-	c := a.newToolCall(req)
-	c.span = tracing.FromContext(ctx)
-	if a.journal.On() || a.frozen.On() {
-		c.rec = a.journal.BeginFrozen(journal.Start{
-			Task: c.runID, Session: sessionID(c.session), Profile: p.name, Client: clientOf(c.session),
-			Tool: c.name, Arguments: c.args,
-			Catalog: func() []journal.Server {
-				v := p.view.Load()
-				return catalogOf(v, a.sessionTools(ctx, v, c.session))
-			},
-		}, a.frozen)
-	}
-	res := a.callTool(ctx, p, c)
-	traceResult(c.span, res)
-	if c.rec != nil {
-		_, span := tracing.StartInternal(ctx, "mcpmux.journal")
-		c.rec.End(res.journaled(), res.isError())
-		span.End("", "")
-	}
-	return res
-}
+// recorded from its entry (clientCall) to its end, settle noting on c.rec
+// what each step decided (outcome.go); replay answers in the run step, so
+// that everything else the pipeline does applies to a replayed call too.
 
 // replayed answers a call routed to e from the replayed journal: the
-// recorded answer, or (miss: error) the error that there is none. nil
-// means the server is to answer.
-func (a *Aggregator) replayed(c *toolCall, e *Entry) *result {
-	rp := a.replay.Load()
+// recorded answer, or (miss: error) the error that there is none, with its
+// outcome. A nil result means the server is to answer.
+func (pl *pipeline) replayed(c *toolCall, e *Entry) (*result, outcome) {
+	rp := pl.replay()
 	if rp == nil {
-		return nil
+		return nil, outcome{}
 	}
 	c.span.Event("mcpmux.replay", "tool", e.Name)
 	res, replayed := rp.Answer(c.runID, e.Name, c.args)
+	var out outcome
 	switch {
 	case replayed:
-		a.answered(c, e.Server, e.Tool, metrics.OutcomeReplayed)
-		c.rec.Answered(e.Name, c.args, journal.EncodeResult(res), true)
-		if srv := a.pool.Get(e.Server); srv != nil {
-			a.charge(c, srv.Config(), e, "replayed")
+		out = answered(metrics.OutcomeReplayed, e.Server, e.Tool)
+		if c.rec != nil {
+			out.answer = &answer{tool: e.Name, args: c.args, result: journal.EncodeResult(res), replayed: true}
+		}
+		if srv := pl.pool.Get(e.Server); srv != nil {
+			out = out.charged(srv.Config(), e, "replayed")
 		}
 	case res != nil:
-		a.answered(c, e.Server, e.Tool, metrics.OutcomeNotRecorded)
-		c.rec.Failed(metrics.OutcomeNotRecorded, 0)
+		out = failedAs(metrics.OutcomeNotRecorded, e.Server, e.Tool, 0)
 	default:
-		return nil
+		return nil, outcome{}
 	}
-	return decoded(res)
-}
-
-// charge adds the price of a call of e (its server's cost: or
-// tool_costs:) to the metrics and the call's journal line; free, the
-// reason it cost nothing ("replayed"), records only that.
-func (a *Aggregator) charge(c *toolCall, cfg *config.Server, e *Entry, free string) {
-	if cfg == nil {
-		return
-	}
-	p := cfg.CallPrice(e.Tool)
-	if p == nil {
-		return
-	}
-	if free == "" {
-		a.metrics.Charged(e.Server, p.Currency, p.PerCall)
-	}
-	c.rec.Charged(p.PerCall, p.Currency, free)
+	return decoded(res), out
 }
 
 // catalogOf is what the journal records of a tool list: each server with

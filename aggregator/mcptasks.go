@@ -81,7 +81,7 @@ type mcpTasks struct {
 	request func(ctx context.Context, srv *upstream.Server, ss *mcp.ServerSession, runID string) upstream.Request
 	// ruleCall is a call as the rules see it (pipeline.go): a task's
 	// result goes through the rules that act on results.
-	ruleCall func(p *profile, c *toolCall, e *Entry) (*rewrite.Call, *rewrite.Env)
+	ruleCall func(ctx context.Context, p *profile, c *toolCall, e *Entry) (*rewrite.Call, *rewrite.Env)
 	// runIDOf is the run id a request names (forward.go).
 	runIDOf func(meta mcp.Meta, extra *mcp.RequestExtra) string
 	// whenEnded runs f when client session ss has ended, at once if it
@@ -484,7 +484,7 @@ func (m *mcpTasks) taskResult(ctx context.Context, t *clientTask, raw json.RawMe
 		}
 	}
 	rules := settings.Rules()
-	rc, env := m.ruleCall(t.profile, t.call, t.entry)
+	rc, env := m.ruleCall(ctx, t.profile, t.call, t.entry)
 	if rules.Inspects(rc, res.isError()) {
 		res = decoded(rules.After(ctx, rc, res.typed(), env))
 	}

@@ -14,10 +14,6 @@ const autoCorrectionRule = "auto-correction"
 // blacklistRule names the tool blacklist in mcpmux_rule_hits_total.
 const blacklistRule = "tool_blacklist"
 
-// RuleHit records that a rule acted on a call (see metrics.RuleHit): the
-// hook for rewrite rules.
-func (a *Aggregator) RuleHit(kind, rule string) { a.metrics.RuleHit(kind, rule) }
-
 // resultOutcome is the outcome of an upstream call that answered.
 func resultOutcome(isError bool) string {
 	if isError {

@@ -1,19 +1,14 @@
 package aggregator
 
 import (
-	"fmt"
 	"log/slog"
 	"maps"
 	"os"
 	"slices"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/journal/pin"
-	"github.com/mcpmux/mcpmux/metrics"
-	"github.com/mcpmux/mcpmux/rewrite"
 )
 
 // Pinned tools (mcpmux.yaml's pin and tool_pinning; package journal/pin):
@@ -39,16 +34,15 @@ type Drift struct {
 	refuse  bool
 }
 
-// pins checks the catalog's tools against the trusted definitions and
-// answers the calls of those it holds. It keeps what the checks need
+// pins checks the catalog's tools against the trusted definitions (the
+// pipeline answers the calls of those it holds: quarantined). It keeps what the checks need
 // between rebuilds; guarded by mu (taken under Aggregator.mu, or alone by
 // a call of a quarantined tool).
 //
 // Like the other parts of the aggregator it holds only what it needs,
 // given at construction (New), never *Aggregator.
 type pins struct {
-	log     *slog.Logger
-	metrics *metrics.Metrics
+	log *slog.Logger
 
 	mu     sync.Mutex
 	from   string // pin.from the set was read from
@@ -172,26 +166,21 @@ func fileContent(path string) string {
 	return string(b)
 }
 
+// applyApprovals applies what mcpmux approve wrote to the state file since
+// it was read, if anything: the pipeline asks before it answers a call of
+// a quarantined tool, which may just have been approved.
+func (ps *pins) applyApprovals() {
+	if ps.stateChanged() {
+		ps.resync()
+	}
+}
+
 // stateChanged reports whether tool_pinning's state file changed on
 // disk since it was read: an approval to apply.
 func (ps *pins) stateChanged() bool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.path != "" && fileContent(ps.path) != ps.seen
-}
-
-// quarantined answers a call of a tool hidden because it drifted.
-func (ps *pins) quarantined(c *toolCall, d *Drift) *mcp.CallToolResult {
-	ps.metrics.CallAnswered(d.Server, d.Tool, metrics.OutcomeRefused)
-	ps.metrics.RuleHit(metrics.RuleRefused, d.By)
-	c.rec.Routed(d.Server, "")
-	c.rec.Hit(d.By, rewrite.ActionRefused)
-	c.rec.Drifted(d.Changed)
-	why := fmt.Sprintf("its definition changed since it was pinned (%s changed), and mcpmux.yaml's pin refuses a changed tool", d.Changed)
-	if d.By == toolPinningRule {
-		why = fmt.Sprintf("its definition changed since it was first trusted (%s changed), and it is quarantined until an operator approves it (mcpmux approve %s %s)", d.Changed, d.Server, d.Tool)
-	}
-	return toolError("Tool '%s' (tool '%s' of server '%s') was not called: %s. Use another tool. What changed:\n%s", c.name, d.Tool, d.Server, why, d.Diff)
 }
 
 // Drifts are the tools whose definitions changed since they were pinned

@@ -23,7 +23,7 @@ func quoteName(name string) string {
 // It is linear in the length of name: a part longer than any prefix or
 // tool name of the view is never looked up (hashing each would make a
 // name full of separators cost quadratic time).
-func (a *Aggregator) lookup(v *view, name string) (server string, known bool, tool string, candidates []*Entry) {
+func lookup(v *view, name string) (server string, known bool, tool string, candidates []*Entry) {
 	sep := v.settings.Separator
 	inProfile := func(prefix string) bool {
 		if len(prefix) > v.longestPrefix {
@@ -69,7 +69,7 @@ func withoutServer(entries []*Entry, server string) []*Entry {
 }
 
 // hiddenByTool returns a blacklisted entry with the server's tool name.
-func (a *Aggregator) hiddenByTool(v *view, tool string) *Entry {
+func hiddenByTool(v *view, tool string) *Entry {
 	for _, name := range sortedKeys(v.hidden) {
 		if e := v.hidden[name]; e.Tool == tool {
 			return e

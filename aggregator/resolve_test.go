@@ -61,7 +61,7 @@ func TestLookupOfLongNames(t *testing.T) {
 		{"read", "", "read", false, 1},
 		{"a" + strings.Repeat("__", 100) + "read", "a" + strings.Repeat("__", 99), "read", false, 1},
 	} {
-		server, known, tool, found := h.agg.lookup(v, c.name)
+		server, known, tool, found := lookup(v, c.name)
 		if server != c.server || known != c.known || tool != c.tool || len(found) != c.found {
 			t.Errorf("lookup(%.40q) = %q, %v, %q, %d; want %q, %v, %q, %d", c.name, server, known, tool, len(found), c.server, c.known, c.tool, c.found)
 		}

@@ -100,16 +100,9 @@ func (a *Aggregator) traced(ctx context.Context, p *profile, method string, req 
 	return res, err
 }
 
-// answered counts a call's outcome (a metrics.Outcome*) and notes it on
-// the call's span as mcpmux.outcome.
-func (a *Aggregator) answered(c *toolCall, server, tool, outcome string) {
-	a.metrics.CallAnswered(server, tool, outcome)
-	c.span.Set("mcpmux.outcome", outcome)
-}
-
 // rulesBefore runs the rules that act before a call, in a span of their
 // own when the call is traced.
-func (a *Aggregator) rulesBefore(ctx context.Context, rules *rewrite.Rules, rc *rewrite.Call, env *rewrite.Env) *mcp.CallToolResult {
+func rulesBefore(ctx context.Context, rules *rewrite.Rules, rc *rewrite.Call, env *rewrite.Env) *mcp.CallToolResult {
 	if !tracing.Recording(ctx) {
 		return rules.Before(rc, env)
 	}

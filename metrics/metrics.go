@@ -159,7 +159,7 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Call is one running upstream call; Done ends it.
+// Call is one running upstream call; Returned or Done ends it.
 type Call struct {
 	m            *Metrics
 	server, tool string
@@ -167,7 +167,7 @@ type Call struct {
 }
 
 // StartCall counts an upstream call of a server's tool as in flight until
-// Done.
+// Returned or Done.
 func (m *Metrics) StartCall(server, tool string) *Call {
 	if m == nil {
 		return nil
@@ -176,17 +176,30 @@ func (m *Metrics) StartCall(server, tool string) *Call {
 	return &Call{m: m, server: server, tool: tool, start: time.Now()}
 }
 
-// Done records the call's outcome and duration.
+// Done records the call's outcome and duration: Returned, then
+// CallAnswered.
 func (c *Call) Done(outcome string) {
+	if c == nil {
+		return
+	}
+	c.Returned()
+	c.m.CallAnswered(c.server, c.tool, outcome)
+}
+
+// Returned ends the call when the server answered or the call failed: it
+// is no longer in flight, and its duration is observed. Its outcome is
+// counted apart, with CallAnswered: the aggregator counts every call's
+// outcome in one place, whether a server was called or not.
+func (c *Call) Returned() {
 	if c == nil {
 		return
 	}
 	c.m.inFlight.WithLabelValues(c.server).Dec()
 	c.m.latency.WithLabelValues(c.server).Observe(time.Since(c.start).Seconds())
-	c.m.calls.WithLabelValues(c.server, c.tool, outcome).Inc()
 }
 
-// CallAnswered records a call answered without an upstream call (refused,
+// CallAnswered records a call's outcome: of an upstream call that
+// returned (see Returned), or of a call answered without one (refused,
 // unknown, ambiguous, bad arguments). server and tool must name a
 // configured tool or be empty: never pass a name the client made up.
 func (m *Metrics) CallAnswered(server, tool, outcome string) {

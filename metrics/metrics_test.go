@@ -10,6 +10,7 @@ import (
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
 	m.StartCall("s", "t").Done(OutcomeOK)
+	m.StartCall("s", "t").Returned()
 	m.CallAnswered("s", "t", OutcomeRefused)
 	m.RuleHit(RuleFallback, "r")
 	m.Reload(ReloadApplied)
@@ -50,5 +51,29 @@ mcpmux_server_state{server="a",state="up"} 0
 	servers = append(servers, Server{Name: "b", State: "up"})
 	if n := testutil.CollectAndCount(m.Registry(), "mcpmux_server_state"); n != 12 {
 		t.Errorf("%d mcpmux_server_state series for 2 servers, want 12", n)
+	}
+}
+
+// Returned and CallAnswered, as the aggregator records a call whose
+// outcome it settles apart, count what Done counts.
+func TestReturnedThenAnsweredCountsAsDone(t *testing.T) {
+	done, apart := New(nil), New(nil)
+	done.StartCall("s", "t").Done(OutcomeTimeout)
+	running := apart.StartCall("s", "t")
+	if got := testutil.ToFloat64(apart.inFlight.WithLabelValues("s")); got != 1 {
+		t.Errorf("in flight before Returned: %v, want 1", got)
+	}
+	running.Returned()
+	apart.CallAnswered("s", "t", OutcomeTimeout)
+	for _, m := range []*Metrics{done, apart} {
+		if got := testutil.ToFloat64(m.inFlight.WithLabelValues("s")); got != 0 {
+			t.Errorf("in flight: %v, want 0", got)
+		}
+		if got := testutil.ToFloat64(m.calls.WithLabelValues("s", "t", OutcomeTimeout)); got != 1 {
+			t.Errorf("calls: %v, want 1", got)
+		}
+		if got := testutil.CollectAndCount(m.latency); got != 1 {
+			t.Errorf("latency series: %v, want 1", got)
+		}
 	}
 }
