@@ -304,24 +304,24 @@ func TestParkedCallProgressReachesTheRetry(t *testing.T) {
 			t.Fatalf("%s: %v %+v", over, err, res)
 		}
 		// The go-sdk client hands the answer over while the notifications
-		// before it may still wait for their handlers.
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		// before it may still wait for their handlers: wait for all 3 of
+		// each (only a lost one makes this wait long, and fail).
+		type seen struct {
+			progress []float64
+			logs     []string
+		}
+		got := testkit.Await(t, over+": 3 progress notifications and 3 log messages", func() seen {
 			mu.Lock()
-			got, gotLogs := slices.Clone(progress), slices.Clone(logs)
-			mu.Unlock()
-			if len(got) >= 3 && len(gotLogs) >= 3 || time.Now().After(deadline) {
-				slices.Sort(got)
-				slices.Sort(gotLogs)
-				if !slices.Equal(got, []float64{1, 2, 3}) {
-					t.Errorf("%s: the client got progress %v, want 1, 2 and 3", over, got)
-				}
-				if !slices.Equal(gotLogs, []string{"step 1", "step 2", "step 3"}) {
-					t.Errorf("%s: the client got log messages %q, want the 3 steps'", over, gotLogs)
-				}
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+			defer mu.Unlock()
+			return seen{slices.Clone(progress), slices.Clone(logs)}
+		}, func(s seen) bool { return len(s.progress) >= 3 && len(s.logs) >= 3 })
+		slices.Sort(got.progress)
+		slices.Sort(got.logs)
+		if !slices.Equal(got.progress, []float64{1, 2, 3}) {
+			t.Errorf("%s: the client got progress %v, want 1, 2 and 3", over, got.progress)
+		}
+		if !slices.Equal(got.logs, []string{"step 1", "step 2", "step 3"}) {
+			t.Errorf("%s: the client got log messages %q, want the 3 steps'", over, got.logs)
 		}
 	}
 }
