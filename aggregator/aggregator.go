@@ -164,12 +164,12 @@ func New(opts *Options) *Aggregator {
 		catalog:      BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
 		profiles:     map[string]*profile{},
 		metrics:      opts.Metrics,
-		parked:       newParkedCalls(replicas),
 		tracing:      opts.Tracing,
 	}
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)
 	}
+	a.parked = newParkedCalls(replicas, a.callClient)
 	a.sole.newCaller = a.newCaller
 	a.clients = &clientSessions{
 		pool: opts.Pool, log: log, sole: &a.sole,
