@@ -67,13 +67,6 @@ type Options struct {
 
 // Aggregator serves the merged catalog of a pool.
 type Aggregator struct {
-	// seen are the capability sets of the clients that have come and
-	// declared fewer than shared connections: what each server lists to
-	// them is asked when they come, and of servers that come up later
-	// (see clientCame).
-	seenMu sync.Mutex
-	seen   map[upstream.ClientFeatures]bool
-
 	log          *slog.Logger
 	mask         *logs.Masker // secrets of the config, hidden in what clients see
 	pool         *upstream.Pool
@@ -102,6 +95,7 @@ type Aggregator struct {
 	pass    *passThrough // prompts, resources, completion, server logs (passthrough.go)
 	meta    *metaTools   // mcpmux's own tools (meta.go)
 	lazy    *lazyLists   // what expose added to each client's lazy list (lazy.go)
+	lists   *listing     // each client's lists, and the capability sets of the clients come (lists.go)
 	metrics *metrics.Metrics
 	parked  *parkedCalls    // calls of sessionless clients waiting for their input (mrtr.go)
 	tracing *tracing.Switch // spans of client requests (tracing.go); nil is off
@@ -170,12 +164,12 @@ func New(opts *Options) *Aggregator {
 		catalog:      BuildCatalog(nil, settings.Separator, opts.MaxNameLength),
 		profiles:     map[string]*profile{},
 		metrics:      opts.Metrics,
-		parked:       newParkedCalls(replicas),
 		tracing:      opts.Tracing,
 	}
 	if a.metrics == nil {
 		a.metrics = metrics.New(nil)
 	}
+	a.parked = newParkedCalls(replicas, a.callClient)
 	a.sole.newCaller = a.newCaller
 	a.clients = &clientSessions{
 		pool: opts.Pool, log: log, sole: &a.sole,
@@ -187,9 +181,10 @@ func New(opts *Options) *Aggregator {
 	a.frozen = journal.New(&journal.Options{Log: log, Mask: a.mask, OnError: a.metrics.JournalLineLost})
 	a.pins.log, a.pins.resync = log, a.Sync
 	a.lazy = &lazyLists{lookupClient: a.clients.lookup, client: a.clients.get, notify: a.out.notify}
+	a.lists = &listing{servers: a.pool.Servers, server: a.pool.Get, clientID: a.clients.id, lazy: a.lazy.listed}
 	a.meta = &metaTools{
 		stateless: a.stateless, log: log, mask: a.mask, metrics: a.metrics,
-		health: a.Health, sessionTools: a.sessionTools, expose: a.lazy.expose,
+		health: a.Health, sessionTools: a.lists.sessionTools, expose: a.lazy.expose,
 	}
 	a.pipeline = &pipeline{
 		log:             a.log,
@@ -206,7 +201,7 @@ func New(opts *Options) *Aggregator {
 		applyApprovals:  a.pins.applyApprovals,
 		runMeta:         a.meta.call,
 		touchExposed:    a.lazy.touch,
-		sessionTools:    a.sessionTools,
+		sessionTools:    a.lists.sessionTools,
 		linkOutputFiles: a.files.link,
 	}
 	// mcpmux__call_tool calls through the pipeline, as a client does.
@@ -224,12 +219,14 @@ func New(opts *Options) *Aggregator {
 		whenEnded: func(ss *mcp.ServerSession, f func()) { a.clients.whenEnded(context.Background(), ss, f) },
 	}
 	a.pipeline.tasks = a.mcpTasks
+	a.lists.toolDef = a.mcpTasks.toolListing
 	a.pass = &passThrough{
 		pool: opts.Pool, log: log, stateless: opts.Stateless,
 		runIDOf: a.runIDOf, request: a.request, profiles: a.allProfiles,
 		subs: subscriptions{n: map[string]int{}},
 	}
 	a.recording = &recording{log: log, journal: a.journal, frozen: a.frozen, current: &a.replay, runIDOf: a.runIDOf}
+	a.lists.record = a.recording.listed
 	a.recording.apply(settings)
 	a.current.Store(settings)
 	a.mu.Lock()
@@ -284,7 +281,7 @@ func (a *Aggregator) rebuildLocked() {
 	running := map[string]bool{}
 	for _, s := range a.pool.Servers() {
 		running[s.Name()] = true
-		for _, f := range a.featureSets() {
+		for _, f := range a.lists.featureSets() {
 			s.Prefetch(f) // for a server come up since those clients came
 		}
 		f := s.Features()
@@ -368,7 +365,7 @@ func (a *Aggregator) newProfile(name string) *profile {
 	})
 	p.server.AddSendingMiddleware(keepElicitAnswers, p.lists.middleware, a.notBeforeInitialized(p))
 	a.mcpTasks.registerTaskMethods(p)
-	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.clients.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.listMiddleware(p), a.files.middleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.pipeline.callMiddleware(p), a.clients.logLevelMiddleware)
+	p.server.AddReceivingMiddleware(a.traceMiddleware(p), a.sessionlessMiddleware, a.waitReadyMiddleware, a.clients.sessionMiddleware, a.mcpTasks.tasksMiddleware(p), a.instructionsMiddleware(p), a.lists.middleware(p), a.files.middleware, a.pass.unlistedMiddleware(p), a.pass.completeMiddleware(p), a.pipeline.callMiddleware(p), a.clients.logLevelMiddleware)
 	return p
 }
 

@@ -20,9 +20,9 @@ import (
 
 // listTTL is the smallest ttl the servers of v gave their lists, in
 // milliseconds; 0 if none gave one.
-func (a *Aggregator) listTTL(v *view) int {
+func (l *listing) listTTL(v *view) int {
 	var low time.Duration
-	for _, srv := range a.pool.Servers() {
+	for _, srv := range l.servers() {
 		if !v.hasServer(srv.Name()) {
 			continue
 		}
@@ -36,11 +36,11 @@ func (a *Aggregator) listTTL(v *view) int {
 // cacheHints are the hints of a list of v for req: private if it holds
 // its client's own items. A request of 2025-11-25 or older, which knows no
 // such hints, gets the SDK's defaults, as before.
-func (a *Aggregator) cacheHints(req mcp.Request, v *view, own bool) mcp.Cacheable {
+func (l *listing) cacheHints(req mcp.Request, v *view, own bool) mcp.Cacheable {
 	if _, ok := sessionless(req); !ok {
 		return mcp.Cacheable{CacheScope: "public"}
 	}
-	c := mcp.Cacheable{TTLMs: a.listTTL(v), CacheScope: "public"}
+	c := mcp.Cacheable{TTLMs: l.listTTL(v), CacheScope: "public"}
 	if own {
 		c.CacheScope = "private"
 	}

@@ -24,14 +24,43 @@ import (
 // listPageSize is how many items a page holds, as the SDK's default.
 const listPageSize = mcp.DefaultPageSize
 
-// listMiddleware answers the list requests of p's clients from p's view.
-func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
+// listing answers a client's lists (tools, prompts, resources, templates)
+// with what that client may see, and with their caching hints
+// (cachehints.go). It is given by New what it uses, not the *Aggregator:
+// the pool's servers, a session's client key and, for the tool list, the
+// hooks of the parts that shape it (recording, lazy lists, MCP tasks).
+type listing struct {
+	servers  func() []*upstream.Server          // the pool's servers, sorted by name
+	server   func(name string) *upstream.Server // one of them by name; nil if none
+	clientID func(ctx context.Context, ss *mcp.ServerSession) upstream.ClientID
+
+	// record notes what a client may call, listed or not, for a replay
+	// of its calls (recording.listed).
+	record func(p *profile, req *mcp.ListToolsRequest, v *view, tools []*Entry)
+	// lazy is a lazy profile's tool list for a client: the tools expose
+	// added to it (lazyLists.listed).
+	lazy func(v *view, ss *mcp.ServerSession, tools []*Entry) []*Entry
+	// toolDef encodes a listed tool for a client, with or without tasks
+	// (mcpTasks.toolListing). Set by New once mcpTasks exists, which the
+	// pipeline, and so sessionTools, comes before.
+	toolDef func(ss *mcp.ServerSession) func(*Entry) json.RawMessage
+
+	// seen are the capability sets of the clients that have come and
+	// declared fewer than shared connections: what each server lists to
+	// them is asked when they come, and of servers that come up later
+	// (see clientCame).
+	seenMu sync.Mutex
+	seen   map[upstream.ClientFeatures]bool
+}
+
+// middleware answers the list requests of p's clients from p's view.
+func (l *listing) middleware(p *profile) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
 				v := p.view.Load()
-				tools := a.sessionTools(ctx, v, r.Session)
+				tools := l.sessionTools(ctx, v, r.Session)
 				var cursor string
 				if r.Params != nil {
 					cursor = r.Params.Cursor
@@ -39,16 +68,16 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if cursor == "" {
 					// What the client may call, listed or not: what a
 					// replay of its calls needs.
-					a.recording.listed(p, r, v, tools)
+					l.record(p, r, v, tools)
 				}
 				if v.lazy {
-					tools = a.lazy.listed(v, r.Session, tools)
+					tools = l.lazy(v, r.Session, tools)
 				}
-				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, a.mcpTasks.toolListing(r.Session))
+				defs, next, err := page(tools, func(e *Entry) string { return e.Name }, cursor, l.toolDef(r.Session))
 				if err != nil {
 					return nil, err
 				}
-				return &listResult{field: "tools", items: defs, nextCursor: next, cache: a.cacheHints(r, v, false)}, nil
+				return &listResult{field: "tools", items: defs, nextCursor: next, cache: l.cacheHints(r, v, false)}, nil
 			case *mcp.ListPromptsRequest:
 				var cursor string
 				if r.Params != nil {
@@ -59,7 +88,7 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if err != nil {
 					return nil, err
 				}
-				return &listResult{field: "prompts", items: defs, nextCursor: next, cache: a.cacheHints(r, v, false)}, nil
+				return &listResult{field: "prompts", items: defs, nextCursor: next, cache: l.cacheHints(r, v, false)}, nil
 			case *mcp.ListResourcesRequest:
 				var cursor string
 				if r.Params != nil {
@@ -72,10 +101,10 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				}
 				var own []*mcp.Resource
 				if next == "" {
-					own = a.clientResources(ctx, v, r.Session)
+					own = l.clientResources(ctx, v, r.Session)
 					defs = append(defs, own...)
 				}
-				return &mcp.ListResourcesResult{Resources: defs, NextCursor: next, Cacheable: a.cacheHints(r, v, len(own) > 0)}, nil
+				return &mcp.ListResourcesResult{Resources: defs, NextCursor: next, Cacheable: l.cacheHints(r, v, len(own) > 0)}, nil
 			case *mcp.ListResourceTemplatesRequest:
 				var cursor string
 				if r.Params != nil {
@@ -86,7 +115,7 @@ func (a *Aggregator) listMiddleware(p *profile) mcp.Middleware {
 				if err != nil {
 					return nil, err
 				}
-				return &mcp.ListResourceTemplatesResult{ResourceTemplates: defs, NextCursor: next, Cacheable: a.cacheHints(r, v, false)}, nil
+				return &mcp.ListResourceTemplatesResult{ResourceTemplates: defs, NextCursor: next, Cacheable: l.cacheHints(r, v, false)}, nil
 			}
 			return next(ctx, method, req)
 		}
@@ -236,7 +265,7 @@ func uvarint(b []byte) (uint64, int) {
 // declared fewer, only those each server lists to such a client (see
 // upstream.Server.ToolsFor). A server that cannot be asked keeps its
 // tools listed.
-func (a *Aggregator) sessionTools(ctx context.Context, v *view, ss *mcp.ServerSession) []*Entry {
+func (l *listing) sessionTools(ctx context.Context, v *view, ss *mcp.ServerSession) []*Entry {
 	f := clientFeatures(ctx, ss)
 	if f.ListsAll() {
 		return v.toolList
@@ -253,7 +282,7 @@ func (a *Aggregator) sessionTools(ctx context.Context, v *view, ss *mcp.ServerSe
 		listed = map[string]map[string]bool{} // server → tools it lists to f; absent: all
 	)
 	for name := range servers {
-		srv := a.pool.Get(name)
+		srv := l.server(name)
 		if srv == nil {
 			continue
 		}
@@ -286,33 +315,33 @@ func (a *Aggregator) sessionTools(ctx context.Context, v *view, ss *mcp.ServerSe
 // lists to such a client, in the background: its first tools/list, a
 // round trip later, then waits less or not at all. Nothing is asked
 // ahead of a client (a server starts once; see upstream.Server.ToolsFor).
-func (a *Aggregator) clientCame(f upstream.ClientFeatures) {
+func (l *listing) clientCame(f upstream.ClientFeatures) {
 	if f.ListsAll() {
 		return
 	}
-	a.seenMu.Lock()
-	known := a.seen[f]
+	l.seenMu.Lock()
+	known := l.seen[f]
 	if !known {
-		if a.seen == nil {
-			a.seen = map[upstream.ClientFeatures]bool{}
+		if l.seen == nil {
+			l.seen = map[upstream.ClientFeatures]bool{}
 		}
-		a.seen[f] = true // at most 2^7 sets: the features are 7 booleans
+		l.seen[f] = true // at most 2^7 sets: the features are 7 booleans
 	}
-	a.seenMu.Unlock()
+	l.seenMu.Unlock()
 	if known {
 		return
 	}
-	for _, s := range a.pool.Servers() {
+	for _, s := range l.servers() {
 		s.Prefetch(f)
 	}
 }
 
 // featureSets are the capability sets clientCame has seen.
-func (a *Aggregator) featureSets() []upstream.ClientFeatures {
-	a.seenMu.Lock()
-	defer a.seenMu.Unlock()
-	out := make([]upstream.ClientFeatures, 0, len(a.seen))
-	for f := range a.seen {
+func (l *listing) featureSets() []upstream.ClientFeatures {
+	l.seenMu.Lock()
+	defer l.seenMu.Unlock()
+	out := make([]upstream.ClientFeatures, 0, len(l.seen))
+	for f := range l.seen {
 		out = append(out, f)
 	}
 	return out
@@ -322,16 +351,16 @@ func (a *Aggregator) featureSets() []upstream.ClientFeatures {
 // client list to ss's own connection alone (those they made for its
 // session), at the end of its resources/list; read through that
 // connection (unlistedMiddleware routes their URIs to their server).
-func (a *Aggregator) clientResources(ctx context.Context, v *view, ss *mcp.ServerSession) []*mcp.Resource {
+func (l *listing) clientResources(ctx context.Context, v *view, ss *mcp.ServerSession) []*mcp.Resource {
 	if ss == nil {
 		return nil
 	}
 	var out []*mcp.Resource
-	for _, srv := range a.pool.Servers() {
+	for _, srv := range l.servers() {
 		if !srv.PerClient() || !v.hasServer(srv.Name()) {
 			continue
 		}
-		out = append(out, srv.ClientResources(a.clients.id(ctx, ss))...)
+		out = append(out, srv.ClientResources(l.clientID(ctx, ss))...)
 	}
 	return out
 }

@@ -29,7 +29,7 @@ func (a *Aggregator) sessionInitialized(p *profile) func(context.Context, *mcp.I
 		if req == nil || req.Session == nil {
 			return
 		}
-		a.clientCame(sessionFeatures(req.Session))
+		a.lists.clientCame(sessionFeatures(req.Session))
 		cs := a.clients.get(ctx, req.Session)
 		cs.whenEnded(a.metrics.SessionStarted(p.name))
 		cs.mu.Lock()

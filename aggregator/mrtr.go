@@ -41,17 +41,22 @@ const defaultInputWait = 5 * time.Minute
 // park is refused its question (the server gets an error).
 const maxParked = 10000
 
-// parkedCalls are the calls waiting for their clients' answers.
+// parkedCalls runs the calls of sessionless clients that their servers
+// may ask for input (call), and keeps those waiting for their clients'
+// answers.
 type parkedCalls struct {
 	replicas *replica.Set  // signs states, naming this replica (replicas.go)
 	wait     time.Duration // see defaultInputWait
+	// callClient gives a call that names no client one of its own for its
+	// whole run, and releases it (Aggregator.callClient, clientkey.go).
+	callClient func(ctx context.Context, id string) (_ context.Context, release func())
 
 	mu    sync.Mutex
 	calls map[string]*parkedCall
 }
 
-func newParkedCalls(replicas *replica.Set) *parkedCalls {
-	return &parkedCalls{replicas: replicas, wait: defaultInputWait, calls: map[string]*parkedCall{}}
+func newParkedCalls(replicas *replica.Set, callClient func(context.Context, string) (context.Context, func())) *parkedCalls {
+	return &parkedCalls{replicas: replicas, callClient: callClient, wait: defaultInputWait, calls: map[string]*parkedCall{}}
 }
 
 // A parkedCall is one client call running detached from its requests.
@@ -165,12 +170,11 @@ type mrtrRetry struct {
 	state     string
 }
 
-// mrtrCall runs a sessionless client's tools/call, prompts/get or
+// call runs a sessionless client's tools/call, prompts/get or
 // resources/read: a first request starts the call detached and waits for
 // its first event; a retry (with requestState) hands its answers to the
 // parked call and waits for the next.
-func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request, r mrtrRetry) (mcp.Result, error) {
-	pk := a.parked
+func (pk *parkedCalls) call(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request, r mrtrRetry) (mcp.Result, error) {
 	if r.responses != nil && r.state == "" {
 		// mcpmux gives every question with a state (the questions of a
 		// 2026-07-28 server's own included, whose state it wraps): these
@@ -196,13 +200,13 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 		}
 		// Running again: a second retry with this state finds nothing.
 		pk.forget(pc)
-		return a.awaitParked(ctx, pc, req)
+		return pk.await(ctx, pc, req)
 	}
 	id := rand.Text()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pc := &parkedCall{id: id, tool: r.what, events: make(chan parkedEvent), cancel: cancel, done: make(chan struct{}), pending: map[string]chan mcp.InputResponse{}}
 	runCtx = context.WithValue(runCtx, parkedKey{}, pc)
-	runCtx, release := a.callClient(runCtx, id) // clientkey.go
+	runCtx, release := pk.callClient(runCtx, id)
 	go func() {
 		res, err := next(runCtx, method, req)
 		defer cancel()
@@ -212,15 +216,14 @@ func (a *Aggregator) mrtrCall(ctx context.Context, next mcp.MethodHandler, metho
 		case <-pc.done: // given up: nobody is left to tell
 		}
 	}()
-	return a.awaitParked(ctx, pc, req)
+	return pk.await(ctx, pc, req)
 }
 
-// awaitParked waits for pc's next event: its result, which is the
-// request's; or a question, which parks it and is answered as an
+// await waits for pc's next event: its result, which is the request's;
+// or a question, which parks it and is answered as an
 // InputRequiredResult. A request that ends meanwhile ends the call. What
 // the call's server sends meanwhile goes to req's stream (notify).
-func (a *Aggregator) awaitParked(ctx context.Context, pc *parkedCall, req mcp.Request) (mcp.Result, error) {
-	pk := a.parked
+func (pk *parkedCalls) await(ctx context.Context, pc *parkedCall, req mcp.Request) (mcp.Result, error) {
 	defer pc.attach(ctx, req)()
 	select {
 	case ev := <-pc.events:

@@ -78,7 +78,7 @@ func (a *Aggregator) sessionlessMiddleware(next mcp.MethodHandler) mcp.MethodHan
 		)
 		if retry, ok := mrtrRetryOf(req); ok {
 			// What its servers ask it comes back in results (mrtr.go).
-			res, err = a.mrtrCall(ctx, next, method, req, retry)
+			res, err = a.parked.call(ctx, next, method, req, retry)
 		} else {
 			res, err = next(ctx, method, req)
 		}
