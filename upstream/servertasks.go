@@ -305,7 +305,7 @@ func (c *conn) runAsked(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) 
 	}
 	// The client is the one of the call running now, found before the
 	// request returns.
-	cl, err := c.callerFor(c.srv.ctx, p.Meta)
+	cl, err := c.tasks.callerFor(c.srv.ctx, p.Meta)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpmux could not forward %s to a client: %v", req.Method, err)}
 	}

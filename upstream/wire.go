@@ -52,7 +52,7 @@ func (s *Server) maxEventSize() int {
 // SSE server's: the Streamable HTTP transport has its own).
 func (s *Server) httpClient(c *conn, auth oauth.Handler) *http.Client {
 	cred := newCredentialTransport(http.DefaultTransport, s.cfg.URL, s.cfg.Headers)
-	w := &wireTransport{base: cred, server: s.cfg.Name, limit: s.maxResultBytes(), maxEvent: s.maxEventSize(), gate: c.gate, status: c.taskStatusMessage}
+	w := &wireTransport{base: cred, server: s.cfg.Name, limit: s.maxResultBytes(), maxEvent: s.maxEventSize(), gate: c.gate, status: c.tasks.taskStatusMessage}
 	if caps := c.features.tasksCapability(); caps != nil {
 		// Tasks the server asks its client to run (servertasks.go).
 		w.base = &declareTasksBodies{base: w.base, caps: caps}
