@@ -253,7 +253,7 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.gate != nil {
 		tc.status = t.c.tasks.taskStatus
 		if caps := t.c.features.tasksCapability(); caps != nil {
-			tc.take, tc.declare = t.c.takeServerRequest, caps
+			tc.take, tc.declare = t.c.asked.take, caps
 		}
 	}
 	return tc, nil

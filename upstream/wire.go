@@ -56,7 +56,7 @@ func (s *Server) httpClient(c *conn, auth oauth.Handler) *http.Client {
 	if caps := c.features.tasksCapability(); caps != nil {
 		// Tasks the server asks its client to run (servertasks.go).
 		w.base = &declareTasksBodies{base: w.base, caps: caps}
-		w.take = c.takeServerMessage
+		w.take = c.asked.takeMessage
 	}
 	if auth != nil {
 		w.base = &authTransport{base: w.base, h: auth, origin: cred.origin}
