@@ -422,23 +422,3 @@ func (at *askedTasks) sweepLocked(now time.Time) {
 	}
 	at.order = kept
 }
-
-// takenMethods are in the data of a request mcpmux may answer itself;
-// spacedMethod, JSON written with spaces, which is looked at closer.
-var (
-	takenMethods = [][]byte{[]byte(`"method":"sampling/createMessage"`), []byte(`"method":"elicitation/create"`), []byte(`"method":"tasks/`)}
-	spacedMethod = []byte(`"method": "`)
-)
-
-// mayTake reports, from the start of an event's data (where a request
-// has its method), whether the event may be a request mcpmux answers
-// itself: such an event is held until it is complete, and offered to
-// askedTasks.takeMessage.
-func mayTake(firstData []byte) bool {
-	for _, m := range takenMethods {
-		if bytes.Contains(firstData, m) {
-			return true
-		}
-	}
-	return bytes.Contains(firstData, spacedMethod)
-}
