@@ -171,8 +171,9 @@ func connTasks(c *conn) *callTasks {
 	}
 }
 
-// callTool sends a tool call on the connection: plain, task-augmented (p.MCPTask) or run
-// as a task (p.RunTask). token is the call's progress token.
+// callTool sends a tool call on the connection: plain, task-augmented
+// (p.MCPTask) or run as a task (p.RunTask). token is the call's progress
+// token.
 func (ct *callTasks) callTool(ctx context.Context, params *mcp.CallToolParams, p *CallParams, token string) (json.RawMessage, error) {
 	switch {
 	case ct.stateless() && !p.RunTask && (p.MCPTask == nil || p.ExtensionTool):
@@ -379,9 +380,8 @@ func relatedTask(m mcp.Meta) string {
 }
 
 // callerFor returns the client a server's request with _meta m is for: the
-// client of the task it is related to, if it names one of the connection's, else
-// the
-// one client with a request running (see caller).
+// client of the task it is related to, if it names one of the
+// connection's, else the one client with a request running (conn.caller).
 func (ct *callTasks) callerFor(ctx context.Context, m mcp.Meta) (Caller, error) {
 	if id := relatedTask(m); id != "" {
 		if cl := ct.taskCaller(id); cl != nil {
