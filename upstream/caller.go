@@ -205,7 +205,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 	}
 	if f.Sampling {
 		opts.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-			cl, err := c.callerFor(ctx, req.Params.Meta)
+			cl, err := c.tasks.callerFor(ctx, req.Params.Meta)
 			if err != nil {
 				return nil, forwardError("sampling/createMessage", err)
 			}
@@ -223,7 +223,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 
 // elicit forwards a server's elicitation to the client of its call.
 func (c *conn) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	cl, err := c.callerFor(ctx, p.Meta)
+	cl, err := c.tasks.callerFor(ctx, p.Meta)
 	if err != nil {
 		return nil, forwardError("elicitation/create", err)
 	}
@@ -308,7 +308,7 @@ func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if p != nil {
 			meta = p.Meta
 		}
-		cl, err := c.callerFor(ctx, meta)
+		cl, err := c.tasks.callerFor(ctx, meta)
 		if err != nil {
 			return nil, forwardError("roots/list", err)
 		}

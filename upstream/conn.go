@@ -77,17 +77,12 @@ type conn struct {
 	done    chan struct{} // closed when the session has ended (see watch)
 	waitErr error         // why it ended; set before done is closed
 
-	statusMu sync.Mutex // orders the task status notifications sent to clients (mcptasks.go)
+	tasks *callTasks  // the tasks servers run for its calls (mcptasks.go, tasks2026.go)
+	asked *askedTasks // the tasks mcpmux runs for its server (servertasks.go)
 
 	mu       sync.Mutex
-	requests map[string]*inflight  // by progress token
-	tasks    map[string]*ownedTask // the clients' tasks on this connection, by id (mcptasks.go)
-	pending  []pendingStatus       // status notifications of tasks not known yet
-	// The tasks mcpmux runs for the server (servertasks.go), by id and
-	// oldest first.
-	asked      map[string]*askedTask
-	askedOrder []*askedTask
-	owner      Caller // latest caller; the client of a per-client connection
+	requests map[string]*inflight // by progress token
+	owner    Caller               // latest caller; the client of a per-client connection
 	// own are the resources a client's own connection lists (refreshOwn):
 	// those the server made for the client's session show only to it.
 	ownResources []*mcp.Resource
@@ -161,6 +156,8 @@ func (srv *Server) connect(ctx context.Context, runID string, f ClientFeatures) 
 // openSession connects the go-sdk client session of a new conn.
 func (srv *Server) openSession(ctx context.Context, runID string, f ClientFeatures) (*conn, error) {
 	c := &conn{srv: srv, started: time.Now(), runID: runID, features: f, gate: newProgressGate(), raw: newRawCalls(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
+	c.tasks = connTasks(c)
+	c.asked = connAsked(c) // after c.tasks, whose callerFor it uses
 	// A client's own connection knows its client from the start: what the
 	// server asks while it initializes (roots/list) is that client's.
 	c.owner, _ = ctx.Value(ownerKey{}).(Caller)

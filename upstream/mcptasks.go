@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -120,24 +122,74 @@ type pendingStatus struct {
 	at     time.Time
 }
 
-// callTool sends a tool call on c: plain, task-augmented (p.MCPTask) or run
-// as a task (p.RunTask). token is the call's progress token.
-func (c *conn) callTool(ctx context.Context, params *mcp.CallToolParams, p *CallParams, token string) (json.RawMessage, error) {
+// callTasks are the MCP tasks servers run for mcpmux's calls on one
+// connection, of both eras: the task augmentation of 2025-11-25 (here)
+// and the tasks extension of 2026-07-28 (tasks2026.go). The connection
+// owns it and gives it what it uses (connTasks); it holds no connection.
+type callTasks struct {
+	// mu is the connection's lock: a task and the request that created or
+	// waits on it change together (a task keeps its request's progress
+	// token routed; a task is routed to the caller of the request waiting
+	// on it), so the tasks below are guarded with the requests.
+	mu *sync.Mutex
+	// requests returns the connection's requests by progress token; mu
+	// must be held.
+	requests func() map[string]*inflight
+	// call sends a raw request on the connection (raw.go).
+	call func(ctx context.Context, method string, params any) (json.RawMessage, error)
+	// stateless reports whether the connection speaks 2026-07-28: read at
+	// each call, the era being known only once the session is open.
+	stateless func() bool
+	// caller is the client a server's request is for when it names no
+	// task of the connection (conn.caller).
+	caller func(ctx context.Context) (Caller, error)
+	// fulfil asks the client of the call what a 2026 task asks (era.go).
+	fulfil func(ctx context.Context, requests map[string]json.RawMessage) (map[string]json.RawMessage, error)
+	// params returns the Mcp-Param-* bindings of a tool (paramheaders.go).
+	params func(tool string) []paramBinding
+	gate   *progressGate // the connection's: a task is forgotten after the progress read before its last status
+	log    *slog.Logger
+
+	statusMu sync.Mutex // orders the task status notifications sent to clients
+
+	owned   map[string]*ownedTask // (mu) the clients' tasks on this connection, by id
+	pending []pendingStatus       // (mu) status notifications of tasks not known yet
+}
+
+// connTasks makes the callTasks of c.
+func connTasks(c *conn) *callTasks {
+	return &callTasks{
+		mu:        &c.mu,
+		requests:  func() map[string]*inflight { return c.requests },
+		call:      c.rawCall,
+		stateless: c.stateless,
+		caller:    c.caller,
+		fulfil:    c.fulfil,
+		params:    func(tool string) []paramBinding { return c.srv.Features().params[tool] },
+		gate:      c.gate,
+		log:       c.srv.log,
+	}
+}
+
+// callTool sends a tool call on the connection: plain, task-augmented
+// (p.MCPTask) or run as a task (p.RunTask). token is the call's progress
+// token.
+func (ct *callTasks) callTool(ctx context.Context, params *mcp.CallToolParams, p *CallParams, token string) (json.RawMessage, error) {
 	switch {
-	case c.stateless() && !p.RunTask && (p.MCPTask == nil || p.ExtensionTool):
-		return c.callTool2026(ctx, params, p, token) // tasks of the extension
+	case ct.stateless() && !p.RunTask && (p.MCPTask == nil || p.ExtensionTool):
+		return ct.callTool2026(ctx, params, p, token) // tasks of the extension
 	case p.MCPTask != nil:
-		res, err := c.rawCall(ctx, "tools/call", &taskCall{params, p.MCPTask})
+		res, err := ct.call(ctx, "tools/call", &taskCall{params, p.MCPTask})
 		if err == nil {
 			if t, ok := CreatedTask(res); ok {
-				c.own(t, token)
+				ct.own(t, token)
 			}
 		}
 		return res, err
 	case p.RunTask:
-		return c.runTask(ctx, params, token)
+		return ct.runTask(ctx, params, token)
 	}
-	return c.rawCall(ctx, "tools/call", params)
+	return ct.call(ctx, "tools/call", params)
 }
 
 // taskRetention is how much longer than the call may run a task mcpmux
@@ -153,12 +205,12 @@ const taskRetention = time.Minute
 // reaches the caller, and progress keeps the call's token. Should ctx end
 // first, the task is cancelled: notifications/cancelled ends a request,
 // not a task.
-func (c *conn) runTask(ctx context.Context, params *mcp.CallToolParams, token string) (json.RawMessage, error) {
+func (ct *callTasks) runTask(ctx context.Context, params *mcp.CallToolParams, token string) (json.RawMessage, error) {
 	task := json.RawMessage(`{}`)
 	if deadline, ok := ctx.Deadline(); ok {
 		task = fmt.Appendf(nil, `{"ttl":%d}`, (time.Until(deadline) + taskRetention).Milliseconds())
 	}
-	res, err := c.createTask(ctx, &taskCall{params, task})
+	res, err := ct.createTask(ctx, &taskCall{params, task})
 	if err != nil {
 		return nil, err
 	}
@@ -166,14 +218,14 @@ func (c *conn) runTask(ctx context.Context, params *mcp.CallToolParams, token st
 	if !ok {
 		return res, nil // the server answered at once
 	}
-	c.mu.Lock()
-	if r := c.requests[token]; r != nil {
+	ct.mu.Lock()
+	if r := ct.requests()[token]; r != nil {
 		r.task, r.runs = t.ID, true
 	}
-	c.mu.Unlock()
-	res, err = c.rawCall(ctx, "tasks/result", &taskIDParams{t.ID})
+	ct.mu.Unlock()
+	res, err = ct.call(ctx, "tasks/result", &taskIDParams{t.ID})
 	if ctx.Err() != nil {
-		go c.cancelTask(context.WithoutCancel(ctx), t.ID)
+		go ct.cancelTask(context.WithoutCancel(ctx), t.ID)
 	}
 	return res, err
 }
@@ -185,7 +237,7 @@ func (c *conn) runTask(ctx context.Context, params *mcp.CallToolParams, token st
 // is left running, its answer awaited for cancelNotifyTimeout more, and
 // the task it created cancelled. Else a task created just as its call
 // ended would run on, with nobody to fetch its result.
-func (c *conn) createTask(ctx context.Context, call *taskCall) (json.RawMessage, error) {
+func (ct *callTasks) createTask(ctx context.Context, call *taskCall) (json.RawMessage, error) {
 	type answer struct {
 		res json.RawMessage
 		err error
@@ -194,7 +246,7 @@ func (c *conn) createTask(ctx context.Context, call *taskCall) (json.RawMessage,
 	done := make(chan answer, 1)
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
-		res, err := c.rawCall(rctx, "tools/call", call)
+		res, err := ct.call(rctx, "tools/call", call)
 		done <- answer{res, err}
 	}()
 	select {
@@ -211,7 +263,7 @@ func (c *conn) createTask(ctx context.Context, call *taskCall) (json.RawMessage,
 		late.Stop()
 		stop()
 		if t, ok := CreatedTask(a.res); ok && a.err == nil {
-			c.cancelTask(context.WithoutCancel(ctx), t.ID)
+			ct.cancelTask(context.WithoutCancel(ctx), t.ID)
 		}
 	}()
 	return nil, ctx.Err()
@@ -219,89 +271,90 @@ func (c *conn) createTask(ctx context.Context, call *taskCall) (json.RawMessage,
 
 // cancelTask asks the server to cancel a task mcpmux ran itself, whose
 // call has ended; best effort.
-func (c *conn) cancelTask(ctx context.Context, id string) {
+func (ct *callTasks) cancelTask(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(ctx, cancelNotifyTimeout)
 	defer cancel()
-	if _, err := c.rawCall(ctx, "tasks/cancel", &taskIDParams{id}); err != nil {
-		c.srv.log.Debug("cancelling a task whose call ended", "task", id, "error", err)
+	if _, err := ct.call(ctx, "tasks/cancel", &taskIDParams{id}); err != nil {
+		ct.log.Debug("cancelling a task whose call ended", "task", id, "error", err)
 		return
 	}
-	c.srv.log.Info("cancelled the task of a call that ended before it", "task", id)
+	ct.log.Info("cancelled the task of a call that ended before it", "task", id)
 }
 
-// own remembers t as the task of the request with token, created on c.
-func (c *conn) own(t TaskInfo, token string) {
+// own remembers t as the task of the request with token, created on the
+// connection.
+func (ct *callTasks) own(t TaskInfo, token string) {
 	// Status notifications held for the task go out before any later one.
-	c.statusMu.Lock()
-	defer c.statusMu.Unlock()
+	ct.statusMu.Lock()
+	defer ct.statusMu.Unlock()
 	now := time.Now()
 	owned := &ownedTask{token: token, created: now}
 	if t.TTL > 0 {
 		owned.expires = now.Add(t.TTL)
 	}
-	c.mu.Lock()
-	r := c.requests[token]
+	ct.mu.Lock()
+	r := ct.requests()[token]
 	if r == nil || r.caller == nil {
-		c.mu.Unlock()
+		ct.mu.Unlock()
 		return // no client to route to
 	}
 	owned.caller = r.caller
 	r.keep = r.progress != nil
-	if c.tasks == nil {
-		c.tasks = map[string]*ownedTask{}
+	if ct.owned == nil {
+		ct.owned = map[string]*ownedTask{}
 	}
-	c.sweepTasksLocked(now)
-	c.tasks[t.ID] = owned
+	ct.sweepTasksLocked(now)
+	ct.owned[t.ID] = owned
 	var held []json.RawMessage
-	kept := c.pending[:0]
-	for _, p := range c.pending {
+	kept := ct.pending[:0]
+	for _, p := range ct.pending {
 		if p.task == t.ID {
 			held = append(held, p.params)
 		} else {
 			kept = append(kept, p)
 		}
 	}
-	c.pending = kept
-	c.mu.Unlock()
+	ct.pending = kept
+	ct.mu.Unlock()
 	for _, params := range held {
-		c.deliverStatus(t.ID, owned.caller, params)
+		ct.deliverStatus(t.ID, owned.caller, params)
 	}
 }
 
 // sweepTasksLocked forgets the tasks whose ttl is over, and the oldest
-// beyond maxOwnedTasks. c.mu must be held.
-func (c *conn) sweepTasksLocked(now time.Time) {
+// beyond maxOwnedTasks. ct.mu must be held.
+func (ct *callTasks) sweepTasksLocked(now time.Time) {
 	var oldest string
-	for id, t := range c.tasks {
+	for id, t := range ct.owned {
 		if !t.expires.IsZero() && now.After(t.expires) {
-			c.forgetTaskLocked(id)
+			ct.forgetTaskLocked(id)
 			continue
 		}
-		if oldest == "" || t.created.Before(c.tasks[oldest].created) {
+		if oldest == "" || t.created.Before(ct.owned[oldest].created) {
 			oldest = id
 		}
 	}
-	if len(c.tasks) >= maxOwnedTasks {
-		c.forgetTaskLocked(oldest)
+	if len(ct.owned) >= maxOwnedTasks {
+		ct.forgetTaskLocked(oldest)
 	}
 }
 
 // forgetTask forgets a task that is over: nothing more comes about it.
-func (c *conn) forgetTask(id string) {
-	c.mu.Lock()
-	c.forgetTaskLocked(id)
-	c.mu.Unlock()
+func (ct *callTasks) forgetTask(id string) {
+	ct.mu.Lock()
+	ct.forgetTaskLocked(id)
+	ct.mu.Unlock()
 }
 
-func (c *conn) forgetTaskLocked(id string) {
-	t := c.tasks[id]
+func (ct *callTasks) forgetTaskLocked(id string) {
+	t := ct.owned[id]
 	if t == nil {
 		return
 	}
-	delete(c.tasks, id)
-	if r := c.requests[t.token]; r != nil && r.keep {
+	delete(ct.owned, id)
+	if r := ct.requests()[t.token]; r != nil && r.keep {
 		if r.done {
-			delete(c.requests, t.token)
+			delete(ct.requests(), t.token)
 		} else {
 			r.keep = false // the call's end forgets it
 		}
@@ -310,11 +363,13 @@ func (c *conn) forgetTaskLocked(id string) {
 
 // holdsTasks reports whether tasks of c's clients may still be running:
 // a per-client connection is not closed for being idle meanwhile.
-func (c *conn) holdsTasks() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.sweepTasksLocked(time.Now())
-	return len(c.tasks) > 0
+func (c *conn) holdsTasks() bool { return c.tasks.holds() }
+
+func (ct *callTasks) holds() bool {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	ct.sweepTasksLocked(time.Now())
+	return len(ct.owned) > 0
 }
 
 // relatedTask is the task a message's _meta ties it to; "" if none.
@@ -325,29 +380,29 @@ func relatedTask(m mcp.Meta) string {
 }
 
 // callerFor returns the client a server's request with _meta m is for: the
-// client of the task it is related to, if it names one of c's, else the
-// one client with a request running (see caller).
-func (c *conn) callerFor(ctx context.Context, m mcp.Meta) (Caller, error) {
+// client of the task it is related to, if it names one of the
+// connection's, else the one client with a request running (conn.caller).
+func (ct *callTasks) callerFor(ctx context.Context, m mcp.Meta) (Caller, error) {
 	if id := relatedTask(m); id != "" {
-		if cl := c.taskCaller(id); cl != nil {
+		if cl := ct.taskCaller(id); cl != nil {
 			return cl, nil
 		}
 	}
-	return c.caller(ctx)
+	return ct.caller(ctx)
 }
 
 // taskCaller returns the client of task id: the one waiting on it
 // (tasks/result, or a call mcpmux runs as the task), else the one that
-// created it; nil if c knows no such task.
-func (c *conn) taskCaller(id string) Caller {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, r := range c.requests {
+// created it; nil if the connection knows no such task.
+func (ct *callTasks) taskCaller(id string) Caller {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	for _, r := range ct.requests() {
 		if r.task == id && !r.done && r.caller != nil {
 			return r.caller
 		}
 	}
-	if t := c.tasks[id]; t != nil {
+	if t := ct.owned[id]; t != nil {
 		return t.caller
 	}
 	return nil
@@ -358,10 +413,10 @@ var taskStatusData = []byte(`"method":"` + taskStatusMethod + `"`)
 
 // taskStatusMessage handles a notifications/tasks/status message as read
 // from the server (data is the whole JSON-RPC message).
-func (c *conn) taskStatusMessage(data []byte) {
+func (ct *callTasks) taskStatusMessage(data []byte) {
 	msg, err := jsonrpc.DecodeMessage(data)
 	if req, ok := msg.(*jsonrpc.Request); err == nil && ok && req.Method == taskStatusMethod {
-		c.taskStatus(req.Params)
+		ct.taskStatus(req.Params)
 	}
 }
 
@@ -369,39 +424,40 @@ func (c *conn) taskStatusMessage(data []byte) {
 // that owns the task. One about a task mcpmux runs itself goes nowhere:
 // its client made a plain call. One about a task not known yet is held a
 // moment for it (see pendingStatusWait).
-func (c *conn) taskStatus(params json.RawMessage) {
+func (ct *callTasks) taskStatus(params json.RawMessage) {
 	var st struct {
 		TaskID string `json:"taskId"`
 	}
 	if json.Unmarshal(params, &st) != nil || st.TaskID == "" {
 		return
 	}
-	c.statusMu.Lock()
-	defer c.statusMu.Unlock()
+	ct.statusMu.Lock()
+	defer ct.statusMu.Unlock()
 	now := time.Now()
-	c.mu.Lock()
-	t := c.tasks[st.TaskID]
+	ct.mu.Lock()
+	t := ct.owned[st.TaskID]
 	if t == nil {
-		kept := c.pending[:0]
-		for _, p := range c.pending {
+		kept := ct.pending[:0]
+		for _, p := range ct.pending {
 			if now.Sub(p.at) < pendingStatusWait {
 				kept = append(kept, p)
 			}
 		}
-		c.pending = kept
-		if !c.runsTaskLocked(st.TaskID) && len(c.pending) < maxPendingStatus {
-			c.pending = append(c.pending, pendingStatus{task: st.TaskID, params: params, at: now})
+		ct.pending = kept
+		if !ct.runsTaskLocked(st.TaskID) && len(ct.pending) < maxPendingStatus {
+			ct.pending = append(ct.pending, pendingStatus{task: st.TaskID, params: params, at: now})
 		}
-		c.mu.Unlock()
+		ct.mu.Unlock()
 		return
 	}
-	c.mu.Unlock()
-	c.deliverStatus(st.TaskID, t.caller, params)
+	ct.mu.Unlock()
+	ct.deliverStatus(st.TaskID, t.caller, params)
 }
 
-// runsTaskLocked reports whether mcpmux runs task id itself on c.
-func (c *conn) runsTaskLocked(id string) bool {
-	for _, r := range c.requests {
+// runsTaskLocked reports whether mcpmux runs task id itself on the
+// connection.
+func (ct *callTasks) runsTaskLocked(id string) bool {
+	for _, r := range ct.requests() {
 		if r.task == id && r.runs && !r.done {
 			return true
 		}
@@ -411,7 +467,7 @@ func (c *conn) runsTaskLocked(id string) bool {
 
 // deliverStatus sends a task's status notification to its client, and
 // forgets a task that is over.
-func (c *conn) deliverStatus(id string, cl Caller, params json.RawMessage) {
+func (ct *callTasks) deliverStatus(id string, cl Caller, params json.RawMessage) {
 	cl.TaskStatus(context.Background(), params)
 	var st struct {
 		Status string `json:"status"`
@@ -420,7 +476,7 @@ func (c *conn) deliverStatus(id string, cl Caller, params json.RawMessage) {
 		// The status is taken as it is read, while the progress the server
 		// sent before it may still wait for its handler (order.go): the
 		// task's progress token is forgotten once that has been handled.
-		c.gate.then(func() { c.forgetTask(id) })
+		ct.gate.then(func() { ct.forgetTask(id) })
 	}
 }
 
@@ -451,38 +507,44 @@ type TaskParams struct {
 // caller.
 func (s *Server) TaskRequest(ctx context.Context, p TaskParams) (json.RawMessage, error) {
 	return run(ctx, s, p.Request, hooks{streamClosed: p.StreamClosed}, func(ctx context.Context, c *conn, token string) (json.RawMessage, error) {
-		if c.stateless() && (p.Extension || p.ExtensionTool) {
-			return c.taskRequest2026(ctx, p)
-		}
-		if p.Method == "tasks/result" {
-			c.mu.Lock()
-			if r := c.requests[token]; r != nil {
-				r.task = p.TaskID
-			}
-			c.mu.Unlock()
-		}
-		var params any = &taskIDParams{p.TaskID}
-		if p.Method == "tasks/list" {
-			params = &struct {
-				Cursor string `json:"cursor,omitempty"`
-			}{p.Cursor}
-		}
-		res, err := c.rawCall(ctx, p.Method, params)
-		if err != nil || p.Method == "tasks/list" {
-			return res, err
-		}
-		over := p.Method == "tasks/result" // it returns once the task is over
-		if !over {
-			var st struct {
-				Status string `json:"status"`
-			}
-			over = json.Unmarshal(res, &st) == nil && terminalStatus(st.Status)
-		}
-		if over {
-			// Its last status notification may still be on its way (over
-			// HTTP, on another stream).
-			time.AfterFunc(pendingStatusWait, func() { c.forgetTask(p.TaskID) })
-		}
-		return res, nil
+		return c.tasks.forward(ctx, p, token)
 	})
+}
+
+// forward sends a client's request about a task (TaskRequest) as the
+// request with token.
+func (ct *callTasks) forward(ctx context.Context, p TaskParams, token string) (json.RawMessage, error) {
+	if ct.stateless() && (p.Extension || p.ExtensionTool) {
+		return ct.taskRequest2026(ctx, p)
+	}
+	if p.Method == "tasks/result" {
+		ct.mu.Lock()
+		if r := ct.requests()[token]; r != nil {
+			r.task = p.TaskID
+		}
+		ct.mu.Unlock()
+	}
+	var params any = &taskIDParams{p.TaskID}
+	if p.Method == "tasks/list" {
+		params = &struct {
+			Cursor string `json:"cursor,omitempty"`
+		}{p.Cursor}
+	}
+	res, err := ct.call(ctx, p.Method, params)
+	if err != nil || p.Method == "tasks/list" {
+		return res, err
+	}
+	over := p.Method == "tasks/result" // it returns once the task is over
+	if !over {
+		var st struct {
+			Status string `json:"status"`
+		}
+		over = json.Unmarshal(res, &st) == nil && terminalStatus(st.Status)
+	}
+	if over {
+		// Its last status notification may still be on its way (over
+		// HTTP, on another stream).
+		time.AfterFunc(pendingStatusWait, func() { ct.forgetTask(p.TaskID) })
+	}
+	return res, nil
 }

@@ -399,14 +399,15 @@ func TestPerClientConnectionKeptForItsTask(t *testing.T) {
 // may come on another stream) waits for it.
 func TestTaskStatusBeforeItsTask(t *testing.T) {
 	c := &conn{srv: newServer(&config.Server{Name: "x"}, &Options{}, &listeners{})}
+	c.tasks = connTasks(c)
 	caller := newTaskCaller("c")
 	defer c.begin("tok", &inflight{caller: caller})()
-	c.taskStatus(json.RawMessage(`{"taskId":"t1","status":"working"}`))
+	c.tasks.taskStatus(json.RawMessage(`{"taskId":"t1","status":"working"}`))
 	if len(caller.statuses) != 0 {
 		t.Fatal("a status of an unknown task was delivered")
 	}
-	c.own(TaskInfo{ID: "t1"}, "tok")
-	c.taskStatus(json.RawMessage(`{"taskId":"t1","status":"completed"}`))
+	c.tasks.own(TaskInfo{ID: "t1"}, "tok")
+	c.tasks.taskStatus(json.RawMessage(`{"taskId":"t1","status":"completed"}`))
 	if got := strings.Join(caller.statuses, ","); got != "working,completed" {
 		t.Errorf("statuses %q, want working,completed", got)
 	}
@@ -620,12 +621,13 @@ func TestFeaturesWithTasks(t *testing.T) {
 func TestTaskForgottenAfterTheProgressBeforeItsLastStatus(t *testing.T) {
 	owner := newTaskCaller("owner")
 	c := &conn{gate: newProgressGate(), requests: map[string]*inflight{}}
+	c.tasks = &callTasks{mu: &c.mu, requests: func() map[string]*inflight { return c.requests }, gate: c.gate}
 	c.requests["tok"] = &inflight{caller: owner, progress: func(context.Context, *mcp.ProgressNotificationParams) {}}
-	c.own(TaskInfo{ID: "t1"}, "tok")
+	c.tasks.own(TaskInfo{ID: "t1"}, "tok")
 	c.requests["tok"].done = true // the creating call has ended
 
 	c.gate.sawRead() // the task's progress, read but not yet handled
-	c.deliverStatus("t1", owner, json.RawMessage(`{"taskId":"t1","status":"completed"}`))
+	c.tasks.deliverStatus("t1", owner, json.RawMessage(`{"taskId":"t1","status":"completed"}`))
 	c.mu.Lock()
 	routed := c.requests["tok"] != nil
 	c.mu.Unlock()
@@ -636,6 +638,6 @@ func TestTaskForgottenAfterTheProgressBeforeItsLastStatus(t *testing.T) {
 	testkit.Eventually(t, "the task is forgotten once its progress has been handled", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.requests["tok"] == nil && c.tasks["t1"] == nil
+		return c.requests["tok"] == nil && c.tasks.owned["t1"] == nil
 	})
 }

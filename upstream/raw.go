@@ -251,9 +251,9 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	tc := &tapConn{Connection: wire, gate: t.gate, raw: t.c.raw}
 	if t.gate != nil {
-		tc.status = t.c.taskStatus
+		tc.status = t.c.tasks.taskStatus
 		if caps := t.c.features.tasksCapability(); caps != nil {
-			tc.take, tc.declare = t.c.takeServerRequest, caps
+			tc.take, tc.declare = t.c.asked.take, caps
 		}
 	}
 	return tc, nil

@@ -93,7 +93,7 @@ func (s *Server) CallTool(ctx context.Context, p CallParams) (json.RawMessage, e
 		if p.Progress != nil {
 			params.Meta = withProgressToken(params.Meta, token)
 		}
-		return c.callTool(ctx, &params, &p, token) // plain, task-augmented or run as a task
+		return c.tasks.callTool(ctx, &params, &p, token) // plain, task-augmented or run as a task
 	})
 }
 

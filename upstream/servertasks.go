@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -166,48 +167,85 @@ func (t *askedTask) cancelled() bool {
 	return true
 }
 
-// takeServerMessage takes a server's message (JSON) that mcpmux answers
-// itself (see takeServerRequest) off the connection.
-func (c *conn) takeServerMessage(data []byte) bool {
-	msg, err := jsonrpc.DecodeMessage(data)
-	req, ok := msg.(*jsonrpc.Request)
-	return err == nil && ok && c.takeServerRequest(req)
+// askedTasks are the tasks mcpmux runs on one connection for its server:
+// the server's sampling and elicitation requests asked as tasks, and its
+// tasks/* requests about them. The connection owns it and gives it what
+// it uses (connAsked); it holds no connection.
+type askedTasks struct {
+	features ClientFeatures // what the connection declares: which requests it runs as tasks
+	// write sends a message on the connection: the answers to the requests
+	// taken off it (the go-sdk never sees them).
+	write func(ctx context.Context, msg jsonrpc.Message) error
+	// callerFor is the client a server's request with _meta is for
+	// (callTasks.callerFor).
+	callerFor func(ctx context.Context, m mcp.Meta) (Caller, error)
+	ctx       context.Context // the server's: asking the client of the call begins under it
+	done      <-chan struct{} // closed when the connection has ended: its tasks end with it
+	log       *slog.Logger
+
+	// mu is its own: these tasks share nothing with the connection's
+	// requests (the client to ask is found before a task is made).
+	mu    sync.Mutex
+	byID  map[string]*askedTask
+	order []*askedTask // oldest first
 }
 
-// takeServerRequest reports whether a server's request is one mcpmux
-// answers itself, and answers it: a sampling or elicitation request
-// augmented with a task, and tasks/*, on a connection that declared it
-// runs them. The others go to the go-sdk.
-func (c *conn) takeServerRequest(req *jsonrpc.Request) bool {
+// connAsked makes the askedTasks of c.
+func connAsked(c *conn) *askedTasks {
+	return &askedTasks{
+		features: c.features,
+		// The connection is known once the session connects (tap), after
+		// c is made.
+		write:     func(ctx context.Context, msg jsonrpc.Message) error { return c.wire.Write(ctx, msg) },
+		callerFor: c.tasks.callerFor,
+		ctx:       c.srv.ctx,
+		done:      c.done,
+		log:       c.srv.log,
+	}
+}
+
+// takeMessage takes a server's message (JSON) that mcpmux answers itself
+// (see take) off the connection.
+func (at *askedTasks) takeMessage(data []byte) bool {
+	msg, err := jsonrpc.DecodeMessage(data)
+	req, ok := msg.(*jsonrpc.Request)
+	return err == nil && ok && at.take(req)
+}
+
+// take reports whether a server's request is one mcpmux answers itself,
+// and answers it: a sampling or elicitation request augmented with a
+// task, and tasks/*, on a connection that declared it runs them. The
+// others go to the go-sdk.
+func (at *askedTasks) take(req *jsonrpc.Request) bool {
 	if !req.IsCall() {
 		return false
 	}
 	switch req.Method {
 	case "sampling/createMessage":
-		if !c.features.SamplingTasks || !hasTask(req.Params) {
+		if !at.features.SamplingTasks || !hasTask(req.Params) {
 			return false
 		}
 	case "elicitation/create":
-		if !c.features.ElicitationTasks || !hasTask(req.Params) {
+		if !at.features.ElicitationTasks || !hasTask(req.Params) {
 			return false
 		}
 	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
-		if c.features.tasksCapability() == nil {
+		if at.features.tasksCapability() == nil {
 			return false // a client without tasks: the SDK refuses them
 		}
 	default:
 		return false
 	}
 	go func() {
-		res, err := c.answerServerRequest(req)
+		res, err := at.answer(req)
 		resp := &jsonrpc.Response{ID: req.ID, Result: res}
 		if err != nil {
 			resp = &jsonrpc.Response{ID: req.ID, Error: err}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), cancelNotifyTimeout)
 		defer cancel()
-		if err := c.wire.Write(ctx, resp); err != nil {
-			c.srv.log.Debug("answering the server's request", "method", req.Method, "error", err)
+		if err := at.write(ctx, resp); err != nil {
+			at.log.Debug("answering the server's request", "method", req.Method, "error", err)
 		}
 	}()
 	return true
@@ -224,19 +262,19 @@ func hasTask(params json.RawMessage) bool {
 	return json.Unmarshal(params, &p) == nil && len(p.Task) > 0 && string(p.Task) != "null"
 }
 
-// answerServerRequest answers a request takeServerRequest took.
-func (c *conn) answerServerRequest(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) {
+// answer answers a request take took.
+func (at *askedTasks) answer(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) {
 	switch req.Method {
 	case "sampling/createMessage", "elicitation/create":
-		return c.runAsked(req)
+		return at.run(req)
 	case "tasks/list":
-		c.mu.Lock()
-		c.sweepAskedLocked(time.Now())
+		at.mu.Lock()
+		at.sweepLocked(time.Now())
 		var states []map[string]any
-		for _, t := range c.askedOrder {
+		for _, t := range at.order {
 			states = append(states, t.state())
 		}
-		c.mu.Unlock()
+		at.mu.Unlock()
 		if states == nil {
 			states = []map[string]any{}
 		}
@@ -245,9 +283,9 @@ func (c *conn) answerServerRequest(req *jsonrpc.Request) (json.RawMessage, *json
 	}
 	var p taskIDParams
 	_ = json.Unmarshal(req.Params, &p)
-	c.mu.Lock()
-	t := c.asked[p.TaskID]
-	c.mu.Unlock()
+	at.mu.Lock()
+	t := at.byID[p.TaskID]
+	at.mu.Unlock()
 	if t == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
 	}
@@ -265,7 +303,7 @@ func (c *conn) answerServerRequest(req *jsonrpc.Request) (json.RawMessage, *json
 	// tasks/result: once the task is over.
 	select {
 	case <-t.done:
-	case <-c.done:
+	case <-at.done:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the connection is closing"}
 	}
 	t.mu.Lock()
@@ -290,10 +328,10 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// runAsked starts a task for a sampling or elicitation request augmented
+// run starts a task for a sampling or elicitation request augmented
 // with one, and answers with its CreateTaskResult: the client of the call
 // is asked plainly, in the background.
-func (c *conn) runAsked(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) {
+func (at *askedTasks) run(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) {
 	var p struct {
 		Task struct {
 			TTL *float64 `json:"ttl"`
@@ -305,7 +343,7 @@ func (c *conn) runAsked(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) 
 	}
 	// The client is the one of the call running now, found before the
 	// request returns.
-	cl, err := c.callerFor(c.srv.ctx, p.Meta)
+	cl, err := at.callerFor(at.ctx, p.Meta)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpmux could not forward %s to a client: %v", req.Method, err)}
 	}
@@ -315,14 +353,14 @@ func (c *conn) runAsked(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) 
 	if p.Task.TTL != nil && *p.Task.TTL > 0 {
 		t.ttl = time.Duration(*p.Task.TTL * float64(time.Millisecond))
 	}
-	c.mu.Lock()
-	if c.asked == nil {
-		c.asked = map[string]*askedTask{}
+	at.mu.Lock()
+	if at.byID == nil {
+		at.byID = map[string]*askedTask{}
 	}
-	c.sweepAskedLocked(now)
-	c.asked[t.id] = t
-	c.askedOrder = append(c.askedOrder, t)
-	c.mu.Unlock()
+	at.sweepLocked(now)
+	at.byID[t.id] = t
+	at.order = append(at.order, t)
+	at.mu.Unlock()
 	// The task as created, working: taken before it runs, so that a
 	// client that answers at once does not make it "completed" already
 	// (the server then polls, as it would a client's own task).
@@ -331,12 +369,12 @@ func (c *conn) runAsked(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) 
 		defer cancel()
 		go func() { // the task ends with the connection
 			select {
-			case <-c.done:
+			case <-at.done:
 				cancel()
 			case <-ctx.Done():
 			}
 		}()
-		t.finish(c.askPlainly(ctx, cl, req))
+		t.finish(askPlainly(ctx, cl, req))
 	}()
 	b, _ := json.Marshal(map[string]any{"task": created})
 	return b, nil
@@ -344,7 +382,7 @@ func (c *conn) runAsked(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) 
 
 // askPlainly asks the client what the server asked as a task, as the
 // request it would be without the task.
-func (c *conn) askPlainly(ctx context.Context, cl Caller, req *jsonrpc.Request) (json.RawMessage, error) {
+func askPlainly(ctx context.Context, cl Caller, req *jsonrpc.Request) (json.RawMessage, error) {
 	if req.Method == "sampling/createMessage" {
 		var p mcp.CreateMessageWithToolsParams
 		if err := json.Unmarshal(req.Params, &p); err != nil {
@@ -367,40 +405,20 @@ func (c *conn) askPlainly(ctx context.Context, cl Caller, req *jsonrpc.Request) 
 	return EncodeElicitResult(res)
 }
 
-// sweepAskedLocked forgets the asked tasks past their ttl, and the oldest
-// beyond maxAskedTasks. c.mu must be held.
-func (c *conn) sweepAskedLocked(now time.Time) {
-	kept := c.askedOrder[:0]
-	for _, t := range c.askedOrder {
+// sweepLocked forgets the asked tasks past their ttl, and the oldest
+// beyond maxAskedTasks. at.mu must be held.
+func (at *askedTasks) sweepLocked(now time.Time) {
+	kept := at.order[:0]
+	for _, t := range at.order {
 		if now.Sub(t.created) > t.ttl {
-			delete(c.asked, t.id)
+			delete(at.byID, t.id)
 			continue
 		}
 		kept = append(kept, t)
 	}
 	for len(kept) >= maxAskedTasks {
-		delete(c.asked, kept[0].id)
+		delete(at.byID, kept[0].id)
 		kept = kept[1:]
 	}
-	c.askedOrder = kept
-}
-
-// takenMethods are in the data of a request mcpmux may answer itself;
-// spacedMethod, JSON written with spaces, which is looked at closer.
-var (
-	takenMethods = [][]byte{[]byte(`"method":"sampling/createMessage"`), []byte(`"method":"elicitation/create"`), []byte(`"method":"tasks/`)}
-	spacedMethod = []byte(`"method": "`)
-)
-
-// mayTake reports, from the start of an event's data (where a request
-// has its method), whether the event may be a request mcpmux answers
-// itself: such an event is held until it is complete, and offered to
-// takeServerMessage.
-func mayTake(firstData []byte) bool {
-	for _, m := range takenMethods {
-		if bytes.Contains(firstData, m) {
-			return true
-		}
-	}
-	return bytes.Contains(firstData, spacedMethod)
+	at.order = kept
 }

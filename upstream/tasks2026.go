@@ -124,15 +124,15 @@ func (t *task2026) info() TaskInfo {
 // callTool2026 sends a tool call on a 2026 connection, and gives a task
 // handle the server answers with to the caller as it can take it (see
 // above).
-func (c *conn) callTool2026(ctx context.Context, params *mcp.CallToolParams, p *CallParams, token string) (json.RawMessage, error) {
-	if bindings := c.srv.Features().params[params.Name]; len(bindings) > 0 {
+func (ct *callTasks) callTool2026(ctx context.Context, params *mcp.CallToolParams, p *CallParams, token string) (json.RawMessage, error) {
+	if bindings := ct.params(params.Name); len(bindings) > 0 {
 		args, _ := params.Arguments.(json.RawMessage)
 		if args == nil {
 			args, _ = json.Marshal(params.Arguments)
 		}
 		ctx = withParamHeaders(ctx, paramHeaders(bindings, args))
 	}
-	res, err := c.rawCall(ctx, "tools/call", params)
+	res, err := ct.call(ctx, "tools/call", params)
 	if err != nil {
 		return nil, err
 	}
@@ -141,15 +141,15 @@ func (c *conn) callTool2026(ctx context.Context, params *mcp.CallToolParams, p *
 	case !ok || p.TasksExtension:
 		return res, nil
 	case p.MCPTask != nil:
-		c.own(t.info(), token)
+		ct.own(t.info(), token)
 		return json.Marshal(map[string]any{"task": t.as2025()})
 	}
-	return c.finishTask(ctx, t)
+	return ct.finishTask(ctx, t)
 }
 
 // taskGet asks the server for task id.
-func (c *conn) taskGet(ctx context.Context, id string) (*task2026, error) {
-	res, err := c.rawCall(ctx, "tasks/get", &taskIDParams{id})
+func (ct *callTasks) taskGet(ctx context.Context, id string) (*task2026, error) {
+	res, err := ct.call(ctx, "tasks/get", &taskIDParams{id})
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +164,8 @@ func (c *conn) taskGet(ctx context.Context, id string) (*task2026, error) {
 }
 
 // taskUpdate sends the answers to a task's input requests.
-func (c *conn) taskUpdate(ctx context.Context, id string, answers map[string]json.RawMessage) error {
-	_, err := c.rawCall(ctx, "tasks/update", &struct {
+func (ct *callTasks) taskUpdate(ctx context.Context, id string, answers map[string]json.RawMessage) error {
+	_, err := ct.call(ctx, "tasks/update", &struct {
 		TaskID         string                     `json:"taskId"`
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
 	}{id, answers})
@@ -177,7 +177,7 @@ func (c *conn) taskUpdate(ctx context.Context, id string, answers map[string]jso
 // one. What the task asks meanwhile is asked of the client of the call
 // (each request once: a poll before the server has read the answers shows
 // the same requests again). Should ctx end first, the task is cancelled.
-func (c *conn) finishTask(ctx context.Context, t *task2026) (json.RawMessage, error) {
+func (ct *callTasks) finishTask(ctx context.Context, t *task2026) (json.RawMessage, error) {
 	id := t.TaskID
 	answered := map[string]bool{}
 	for {
@@ -202,13 +202,13 @@ func (c *conn) finishTask(ctx context.Context, t *task2026) (json.RawMessage, er
 				}
 			}
 			if len(fresh) > 0 {
-				answers, err := c.fulfil(ctx, fresh)
+				answers, err := ct.fulfil(ctx, fresh)
 				if err != nil {
-					c.cancelTaskOnEnd(ctx, id, err)
+					ct.cancelTaskOnEnd(ctx, id, err)
 					return nil, err
 				}
-				if err := c.taskUpdate(ctx, id, answers); err != nil {
-					c.cancelTaskOnEnd(ctx, id, err)
+				if err := ct.taskUpdate(ctx, id, answers); err != nil {
+					ct.cancelTaskOnEnd(ctx, id, err)
 					return nil, err
 				}
 				for k := range fresh {
@@ -219,13 +219,13 @@ func (c *conn) finishTask(ctx context.Context, t *task2026) (json.RawMessage, er
 			fallthrough
 		default:
 			if err := sleepCtx(ctx, t.poll()); err != nil {
-				c.cancelTaskOnEnd(ctx, id, err)
+				ct.cancelTaskOnEnd(ctx, id, err)
 				return nil, err
 			}
 		}
-		next, err := c.taskGet(ctx, id)
+		next, err := ct.taskGet(ctx, id)
 		if err != nil {
-			c.cancelTaskOnEnd(ctx, id, err)
+			ct.cancelTaskOnEnd(ctx, id, err)
 			return nil, err
 		}
 		t = next
@@ -234,46 +234,46 @@ func (c *conn) finishTask(ctx context.Context, t *task2026) (json.RawMessage, er
 
 // cancelTaskOnEnd cancels a task mcpmux was finishing whose call ended
 // (ctx is done) or failed on its way; in the background, best effort.
-func (c *conn) cancelTaskOnEnd(ctx context.Context, id string, _ error) {
-	go c.cancelTask(context.WithoutCancel(ctx), id)
+func (ct *callTasks) cancelTaskOnEnd(ctx context.Context, id string, _ error) {
+	go ct.cancelTask(context.WithoutCancel(ctx), id)
 }
 
 // taskRequest2026 answers a client's request about a task of a 2026
 // server: forwarded as it is for a client of the extension (tasks/get,
 // tasks/update, tasks/cancel), in the 2025 way for a client of 2025-11-25
 // (tasks/get, tasks/result, tasks/cancel; no tasks/list).
-func (c *conn) taskRequest2026(ctx context.Context, p TaskParams) (json.RawMessage, error) {
+func (ct *callTasks) taskRequest2026(ctx context.Context, p TaskParams) (json.RawMessage, error) {
 	if p.Extension {
 		params := json.RawMessage(fmt.Appendf(nil, `{"taskId":%q}`, p.TaskID))
 		if p.Method == "tasks/update" {
 			params = fmt.Appendf(nil, `{"taskId":%q,"inputResponses":%s}`, p.TaskID, orEmpty(p.InputResponses))
 		}
-		return c.rawCall(ctx, p.Method, params)
+		return ct.call(ctx, p.Method, params)
 	}
 	switch p.Method {
 	case "tasks/get":
-		t, err := c.taskGet(ctx, p.TaskID)
+		t, err := ct.taskGet(ctx, p.TaskID)
 		if err != nil {
 			return nil, err
 		}
 		if terminalStatus(t.Status) {
-			c.forgetTask(p.TaskID)
+			ct.forgetTask(p.TaskID)
 		}
 		return json.Marshal(t.as2025())
 	case "tasks/result":
-		t, err := c.taskGet(ctx, p.TaskID)
+		t, err := ct.taskGet(ctx, p.TaskID)
 		if err != nil {
 			return nil, err
 		}
-		res, err := c.finishTask(ctx, t)
-		c.forgetTask(p.TaskID)
+		res, err := ct.finishTask(ctx, t)
+		ct.forgetTask(p.TaskID)
 		return res, err
 	case "tasks/cancel":
-		if _, err := c.rawCall(ctx, "tasks/cancel", &taskIDParams{p.TaskID}); err != nil {
+		if _, err := ct.call(ctx, "tasks/cancel", &taskIDParams{p.TaskID}); err != nil {
 			return nil, err
 		}
 		// 2025-11-25 answers with the task as it is after the request.
-		t, err := c.taskGet(ctx, p.TaskID)
+		t, err := ct.taskGet(ctx, p.TaskID)
 		if err != nil {
 			return nil, err
 		}

@@ -29,7 +29,8 @@ import (
 //   - the notifications an answer waits for (order.go), counted as read;
 //   - notifications/tasks/status, which the go-sdk drops (mcptasks.go);
 //   - the server's requests mcpmux answers itself (servertasks.go), taken
-//     off the stream;
+//     off the stream: an event that may be one (mayTake, below) is held
+//     whole and offered to them;
 //   - a call's streams, followed to resume them (resume.go).
 //
 // Over stdio and legacy SSE raw answers are taken off the connection
@@ -52,11 +53,11 @@ func (s *Server) maxEventSize() int {
 // SSE server's: the Streamable HTTP transport has its own).
 func (s *Server) httpClient(c *conn, auth oauth.Handler) *http.Client {
 	cred := newCredentialTransport(http.DefaultTransport, s.cfg.URL, s.cfg.Headers)
-	w := &wireTransport{base: cred, server: s.cfg.Name, limit: s.maxResultBytes(), maxEvent: s.maxEventSize(), gate: c.gate, status: c.taskStatusMessage}
+	w := &wireTransport{base: cred, server: s.cfg.Name, limit: s.maxResultBytes(), maxEvent: s.maxEventSize(), gate: c.gate, status: c.tasks.taskStatusMessage}
 	if caps := c.features.tasksCapability(); caps != nil {
 		// Tasks the server asks its client to run (servertasks.go).
 		w.base = &declareTasksBodies{base: w.base, caps: caps}
-		w.take = c.takeServerMessage
+		w.take = c.asked.takeMessage
 	}
 	if auth != nil {
 		w.base = &authTransport{base: w.base, h: auth, origin: cred.origin}
@@ -188,3 +189,23 @@ type readCloser struct {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// takenMethods are in the data of a request mcpmux may answer itself;
+// spacedMethod, JSON written with spaces, which is looked at closer.
+var (
+	takenMethods = [][]byte{[]byte(`"method":"sampling/createMessage"`), []byte(`"method":"elicitation/create"`), []byte(`"method":"tasks/`)}
+	spacedMethod = []byte(`"method": "`)
+)
+
+// mayTake reports, from the start of an event's data (where a request
+// has its method), whether the event may be a request mcpmux answers
+// itself: such an event is held until it is complete, and offered to
+// askedTasks.takeMessage.
+func mayTake(firstData []byte) bool {
+	for _, m := range takenMethods {
+		if bytes.Contains(firstData, m) {
+			return true
+		}
+	}
+	return bytes.Contains(firstData, spacedMethod)
+}
