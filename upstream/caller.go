@@ -180,7 +180,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 			defer c.gate.sawHandled()
-			s.logDownstream(ctx, req)
+			logDownstream(ctx, s.log, req)
 			if callers := c.callers(); len(callers) > 0 {
 				for _, cl := range callers {
 					cl.Log(ctx, req.Params)

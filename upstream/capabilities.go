@@ -347,7 +347,7 @@ func (s *Server) runProbe(pr *probe, f ClientFeatures) {
 		}
 		defer c.close()
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
+	ctx, cancel := context.WithTimeout(s.ctx, s.bounds.connectTimeout())
 	defer cancel()
 	tools, _, err := listTools(withRequest(ctx, &Request{Features: f}), c)
 	if err != nil {

@@ -110,11 +110,11 @@ func (srv *Server) dial(parent context.Context, runID string, f ClientFeatures) 
 	// keeps its event stream on it. So the connect timeout is a timer that
 	// cancels it, stopped once connected, and close cancels it for good.
 	ctx, cancel := context.WithCancelCause(parent)
-	timer := time.AfterFunc(srv.connectTimeout(), func() { cancel(errConnectTimeout) })
+	timer := time.AfterFunc(srv.bounds.connectTimeout(), func() { cancel(errConnectTimeout) })
 	c, err := srv.connect(ctx, runID, f)
 	if timedOut := !timer.Stop(); err == nil && timedOut {
 		c.close()
-		err = fmt.Errorf("no answer within %v", srv.connectTimeout())
+		err = fmt.Errorf("no answer within %v", srv.bounds.connectTimeout())
 	}
 	if err != nil {
 		cancel(nil)
@@ -134,7 +134,7 @@ var errConnectTimeout = errors.New("connect timeout")
 // gave up (then it is no failure of the server's, and says so).
 func (srv *Server) dialError(ctx context.Context, err error, noAnswer string) error {
 	if context.Cause(ctx) == errConnectTimeout {
-		return fmt.Errorf("%s within %v: %w", noAnswer, srv.connectTimeout(), err)
+		return fmt.Errorf("%s within %v: %w", noAnswer, srv.bounds.connectTimeout(), err)
 	}
 	return fmt.Errorf("given up before it answered (the server is stopping, or its caller went): %w", context.Cause(ctx))
 }
@@ -198,7 +198,7 @@ func (srv *Server) openSession(ctx context.Context, runID string, f ClientFeatur
 	child := &childTransport{CommandTransport: &stdioconn.CommandTransport{Command: cmd, TerminateDuration: terminateGrace, Options: stdioconn.Options{
 		// A result up to max_result_bytes is read (and then cut to it);
 		// past the bound one call fails and the connection goes on.
-		MaxMessageBytes: int(max(int64(stdioconn.DefaultMaxMessageBytes), srv.maxResultBytes()+2*eventSlack)),
+		MaxMessageBytes: int(max(int64(stdioconn.DefaultMaxMessageBytes), srv.bounds.maxResultBytes()+2*eventSlack)),
 		Logger:          srv.log,
 	}}, groups: srv.opts.Groups}
 	cs, err := client.Connect(ctx, c.tap(child, c.gate), sessOpts)
@@ -244,7 +244,7 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 	}
 	// One client for either transport: a server with auth: does not fall
 	// back to legacy SSE below.
-	hc, maxEvent := srv.httpClient(c, legacyAuth), srv.maxEventSize()
+	hc, maxEvent := srv.httpClient(c, legacyAuth), srv.bounds.maxEventSize()
 	sse := func() (*mcp.ClientSession, error) {
 		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent}, nil), opts)
 	}

@@ -54,8 +54,9 @@ func (c *conn) setLogLevel(ctx context.Context, level mcp.LoggingLevel) {
 	}
 }
 
-// logDownstream logs a server's notifications/message in mcpmux's log.
-func (s *Server) logDownstream(ctx context.Context, req *mcp.LoggingMessageRequest) {
+// logDownstream logs a server's notifications/message in log, the
+// server's logger: it needs nothing else of the server.
+func logDownstream(ctx context.Context, log *slog.Logger, req *mcp.LoggingMessageRequest) {
 	p := req.Params
 	level := slog.LevelInfo
 	switch p.Level {
@@ -68,7 +69,7 @@ func (s *Server) logDownstream(ctx context.Context, req *mcp.LoggingMessageReque
 	case "error", "critical", "alert", "emergency":
 		level = slog.LevelError
 	}
-	s.log.Log(ctx, level, "server log message", "logger", p.Logger, "data", p.Data)
+	log.Log(ctx, level, "server log message", "logger", p.Logger, "data", p.Data)
 }
 
 // LoggingLevel returns the level set with SetLoggingLevel, or "".

@@ -224,7 +224,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send fun
 			}
 		}
 		var w *streamWatch
-		cctx, w = watchCall(cctx, s.cfg.Name, s.resumeTimeout(), closed, cancel)
+		cctx, w = watchCall(cctx, s.cfg.Name, s.bounds.resumeTimeout(), closed, cancel)
 		defer w.finish()
 	}
 	cctx = withRequest(cctx, &r)

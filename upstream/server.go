@@ -182,6 +182,8 @@ type Server struct {
 	// PerClient); set at the start for session: per-client, and when
 	// session: auto finds the server keeps state per session.
 	perClient atomic.Bool
+	// bounds are the waits and sizes its settings come to (bounds.go).
+	bounds bounds
 
 	authOnce sync.Once     // makes auth
 	auth     oauth.Handler // the auth: section's OAuth handler; nil without one
@@ -232,6 +234,7 @@ func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 		clients:  map[ClientID]*conn{},
 		dialing:  map[ClientID]chan struct{}{},
 		limit:    newLimiter(cfg.MaxConcurrency),
+		bounds:   bounds{cfg: cfg, opts: opts},
 	}
 	s.perClient.Store(cfg.PerClient())
 	return s
@@ -304,35 +307,6 @@ func (s *Server) PIDs() []int {
 	}
 	slices.Sort(pids)
 	return pids
-}
-
-// resumeTimeout is how long a resumed stream may stay silent (see
-// resume.go).
-func (s *Server) resumeTimeout() time.Duration {
-	if s.cfg.ResumeTimeout > 0 {
-		return s.cfg.ResumeTimeout
-	}
-	return config.DefaultResumeTimeout
-}
-
-// maxResultBytes is the bound of a message read from a url: server.
-func (s *Server) maxResultBytes() int64 {
-	if f := s.opts.MaxResultBytes; f != nil {
-		if n := f(); n > 0 {
-			return int64(n)
-		}
-	}
-	return int64(config.DefaultMaxResultBytes)
-}
-
-func (s *Server) connectTimeout() time.Duration {
-	switch {
-	case s.cfg.ConnectTimeout > 0:
-		return s.cfg.ConnectTimeout
-	case s.opts.ConnectTimeout > 0:
-		return s.opts.ConnectTimeout
-	}
-	return config.DefaultConnectTimeout
 }
 
 // setState changes the state and wakes everyone waiting for a change.

@@ -96,7 +96,7 @@ func (s *Server) supervise() {
 			// each call's own POST shows whether it answers; a 2026
 			// child's answer to ping, an error included, still shows
 			// it is not hung.
-			go c.watchLiveness(s.liveness())
+			go c.watchLiveness(s.bounds.liveness())
 		}
 
 		var lost error
@@ -183,7 +183,7 @@ func (s *Server) connectAndList() (*conn, Features, error) {
 		return nil, Features{}, err
 	}
 	c.watch()
-	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
+	ctx, cancel := context.WithTimeout(s.ctx, s.bounds.connectTimeout())
 	defer cancel()
 	s.applyLogLevel(ctx, c)
 	f, err := listFeatures(ctx, c)
