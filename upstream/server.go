@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -184,6 +185,9 @@ type Server struct {
 	perClient atomic.Bool
 	// bounds are the waits and sizes its settings come to (bounds.go).
 	bounds bounds
+	// probes asks what the server lists to clients with fewer features
+	// (capabilities.go).
+	probes *toolProbes
 
 	authOnce sync.Once     // makes auth
 	auth     oauth.Handler // the auth: section's OAuth handler; nil without one
@@ -205,7 +209,6 @@ type Server struct {
 	cur      *conn         // the shared connection while up
 	features Features      // last known lists; kept while restarting
 	era      string        // the protocol version of the latest connection
-	probes   toolProbes    // what the server lists to clients with fewer features
 	clients  map[ClientID]*conn
 	dialing  map[ClientID]chan struct{}
 	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes its clients' log level to the servers.
@@ -237,6 +240,27 @@ func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 		bounds:   bounds{cfg: cfg, opts: opts},
 	}
 	s.perClient.Store(cfg.PerClient())
+	s.probes = &toolProbes{
+		ctx:     ctx,
+		log:     s.log,
+		timeout: s.bounds.connectTimeout,
+		whileUp: func(f func()) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.state != StateUp {
+				return fmt.Errorf("server %q is not up", cfg.Name)
+			}
+			f()
+			return nil
+		},
+		tools: func() []*mcp.Tool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.features.Tools
+		},
+		shared: s.current,
+		dial:   s.dial,
+	}
 	return s
 }
 
