@@ -118,7 +118,7 @@ func (s *Server) dialFor(call context.Context, runID string, f ClientFeatures, o
 		ctx = context.WithValue(ctx, ownerKey{}, owner)
 	}
 	stop := context.AfterFunc(call, cancel)
-	c, err := s.dial(ctx, runID, f)
+	c, err := s.dialer.dial(ctx, runID, f)
 	if !stop() {
 		if c != nil {
 			c.close()

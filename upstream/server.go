@@ -178,7 +178,6 @@ type Server struct {
 	events *listeners // the pool's (see Pool.Listen)
 	log    *slog.Logger
 	sdkLog *slog.Logger // for the go-sdk client; its Info is our Debug
-	useSSE atomic.Bool  // the URL turned out to speak legacy SSE only
 	// perClient: each client session gets its own connection (see
 	// PerClient); set at the start for session: per-client, and when
 	// session: auto finds the server keeps state per session.
@@ -189,9 +188,8 @@ type Server struct {
 	// (capabilities.go).
 	probes *toolProbes
 
-	authOnce sync.Once     // makes auth
-	auth     oauth.Handler // the auth: section's OAuth handler; nil without one
-	authErr  error
+	auth   *serverAuth // the OAuth of a server with auth: (auth.go)
+	dialer *dialer     // opens its connections (conn.go)
 
 	ctx      context.Context // cancelled by Stop
 	cancel   context.CancelFunc
@@ -238,8 +236,23 @@ func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 		dialing:  map[ClientID]chan struct{}{},
 		limit:    newLimiter(cfg.MaxConcurrency),
 		bounds:   bounds{cfg: cfg, opts: opts},
+		auth:     &serverAuth{cfg: cfg, tokens: opts.Tokens, authorize: opts.Authorize},
 	}
 	s.perClient.Store(cfg.PerClient())
+	s.dialer = &dialer{
+		cfg:       cfg,
+		opts:      opts,
+		bounds:    s.bounds,
+		log:       s.log,
+		auth:      s.auth,
+		perClient: s.PerClient,
+		adopt:     func(c *conn) { c.srv = s },
+		sawEra: func(era string) {
+			s.mu.Lock()
+			s.era = era
+			s.mu.Unlock()
+		},
+	}
 	s.probes = &toolProbes{
 		ctx:     ctx,
 		log:     s.log,
@@ -259,7 +272,7 @@ func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 			return s.features.Tools
 		},
 		shared: s.current,
-		dial:   s.dial,
+		dial:   s.dialer.dial,
 	}
 	return s
 }
@@ -301,7 +314,7 @@ func (s *Server) Status() Status {
 	switch {
 	case !s.cfg.IsRemote():
 		st.Transport = "stdio"
-	case s.cfg.Type == config.TransportSSE || s.useSSE.Load():
+	case s.cfg.Type == config.TransportSSE || s.dialer.useSSE.Load():
 		st.Transport = "sse"
 	default:
 		st.Transport = "streamable-http"

@@ -178,7 +178,7 @@ type sharedKey struct{}
 
 // connectAndList dials and fetches the lists.
 func (s *Server) connectAndList() (*conn, Features, error) {
-	c, err := s.dial(context.WithValue(s.ctx, sharedKey{}, true), "", AllFeatures)
+	c, err := s.dialer.dial(context.WithValue(s.ctx, sharedKey{}, true), "", AllFeatures)
 	if err != nil {
 		return nil, Features{}, err
 	}
@@ -305,7 +305,7 @@ func (s *Server) stop(ctx context.Context, drain time.Duration, reason error) {
 	<-s.done
 	// Probes end with s.ctx; wait for their sessions to be closed.
 	s.probes.running.Wait()
-	s.closeAuth()
+	s.auth.close()
 }
 
 // stableAfter is how long a connection must stay up to reset the backoff.

@@ -41,9 +41,9 @@ const eventSlack = 4 << 10
 // httpClient returns the HTTP client of c, a connection to a url: server,
 // for either transport. auth, if set, authorizes its requests (a legacy
 // SSE server's: the Streamable HTTP transport has its own).
-func (s *Server) httpClient(c *conn, auth oauth.Handler) *http.Client {
-	cred := newCredentialTransport(http.DefaultTransport, s.cfg.URL, s.cfg.Headers)
-	w := &wireTransport{base: cred, server: s.cfg.Name, limit: s.bounds.maxResultBytes(), maxEvent: s.bounds.maxEventSize(), gate: c.gate, status: c.taskStatusMessage}
+func (d *dialer) httpClient(c *conn, auth oauth.Handler) *http.Client {
+	cred := newCredentialTransport(http.DefaultTransport, d.cfg.URL, d.cfg.Headers)
+	w := &wireTransport{base: cred, server: d.cfg.Name, limit: d.bounds.maxResultBytes(), maxEvent: d.bounds.maxEventSize(), gate: c.gate, status: c.taskStatusMessage}
 	if caps := c.features.tasksCapability(); caps != nil {
 		// Tasks the server asks its client to run (servertasks.go).
 		w.base = &declareTasksBodies{base: w.base, caps: caps}
