@@ -301,7 +301,7 @@ func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		if c.features.Roots && c == c.srv.current() {
-			c.srv.keepsSessionState("it asks for roots")
+			c.srv.session.keepsState("it asks for roots")
 		}
 		p, _ := req.GetParams().(*mcp.ListRootsParams)
 		var meta mcp.Meta

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -178,10 +177,9 @@ type Server struct {
 	events *listeners // the pool's (see Pool.Listen)
 	log    *slog.Logger
 	sdkLog *slog.Logger // for the go-sdk client; its Info is our Debug
-	// perClient: each client session gets its own connection (see
-	// PerClient); set at the start for session: per-client, and when
-	// session: auto finds the server keeps state per session.
-	perClient atomic.Bool
+	// session says whether each client session gets its own connection
+	// (session.go).
+	session *sessionMode
 	// bounds are the waits and sizes its settings come to (bounds.go).
 	bounds bounds
 	// probes asks what the server lists to clients with fewer features
@@ -238,7 +236,7 @@ func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 		bounds:   bounds{cfg: cfg, opts: opts},
 		auth:     &serverAuth{cfg: cfg, tokens: opts.Tokens, authorize: opts.Authorize},
 	}
-	s.perClient.Store(cfg.PerClient())
+	s.session = newSessionMode(cfg, opts.ManyClients, s.log)
 	s.dialer = &dialer{
 		cfg:       cfg,
 		opts:      opts,
@@ -303,7 +301,7 @@ func (s *Server) Status() Status {
 		Tools:    len(s.features.Tools),
 		Restarts: s.restarts,
 		Failures: s.failures,
-		Session:  s.sessionMode(),
+		Session:  s.session.mode(),
 		Protocol: s.era,
 		Clients:  len(s.clients),
 		Since:    s.since,
@@ -357,10 +355,11 @@ func (s *Server) setState(st State, err error) {
 	s.changed = make(chan struct{})
 }
 
-// MaxCallTimeout is the longest call deadline of any of the server's tools.
-func (s *Server) MaxCallTimeout(global time.Duration) time.Duration {
-	d := s.cfg.CallTimeout("", global)
-	for _, t := range s.cfg.ToolTimeout {
+// maxCallTimeout is the longest call deadline of any of the tools of the
+// server configured by cfg: it needs only the config.
+func maxCallTimeout(cfg *config.Server, global time.Duration) time.Duration {
+	d := cfg.CallTimeout("", global)
+	for _, t := range cfg.ToolTimeout {
 		d = max(d, t)
 	}
 	return d
@@ -375,34 +374,8 @@ func clientFingerprint(id ClientID) string {
 
 // PerClient reports whether each client session gets its own connection:
 // session: per-client, or session: auto for a server found to keep state
-// per session (see keepsSessionState).
-func (s *Server) PerClient() bool { return s.perClient.Load() }
-
-// sessionMode is the session mode for Status: what the server's clients
-// get (for session: auto, what it became).
-func (s *Server) sessionMode() string {
-	if s.PerClient() {
-		return config.SessionPerClient
-	}
-	return config.SessionShared
-}
-
-// keepsSessionState makes a server with session: auto per-client, when
-// mcpmux serves several clients, once it shows that it keeps state per
-// session, for why: on one shared session its clients would see each
-// other's (server-everything gives every client the roots of the first,
-// and lists and reads the resources one client made to all). It reports
-// whether the mode changed.
-func (s *Server) keepsSessionState(why string) bool {
-	if !s.cfg.AutoSession() || !s.opts.ManyClients || s.PerClient() {
-		return false
-	}
-	if s.perClient.CompareAndSwap(false, true) {
-		s.log.Info("the server keeps state per session: each client gets its own connection from now on (session: auto)", "because", why)
-		return true
-	}
-	return false
-}
+// per session (see sessionMode.keepsState).
+func (s *Server) PerClient() bool { return s.session.perClient() }
 
 // current is the shared connection while up; nil otherwise.
 func (s *Server) current() *conn {

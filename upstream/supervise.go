@@ -70,7 +70,7 @@ func (s *Server) supervise() {
 		}
 
 		if features.Subscribe {
-			s.keepsSessionState("it declares resource subscriptions")
+			s.session.keepsState("it declares resource subscriptions")
 		}
 		if s.PerClient() {
 			// The probe only served to learn the tools; each client gets
