@@ -205,10 +205,9 @@ type Server struct {
 	cur      *conn         // the shared connection while up
 	features Features      // last known lists; kept while restarting
 	era      string        // the protocol version of the latest connection
-	clients  map[ClientID]*conn
-	dialing  map[ClientID]chan struct{}
-	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes its clients' log level to the servers.
-	logLevel mcp.LoggingLevel // the clients' lowest logging/setLevel; "" until one sets it
+	clients  *clientConns  // per-client connections (perclient.go); its maps under mu
+
+	logLevel logLevel // the level the clients asked for (logging.go)
 }
 
 func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
@@ -230,8 +229,6 @@ func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 		state:    StateStarting,
 		since:    time.Now(),
 		changed:  make(chan struct{}),
-		clients:  map[ClientID]*conn{},
-		dialing:  map[ClientID]chan struct{}{},
 		limit:    newLimiter(cfg.MaxConcurrency),
 		bounds:   bounds{cfg: cfg, opts: opts},
 		auth:     &serverAuth{cfg: cfg, tokens: opts.Tokens, authorize: opts.Authorize},
@@ -250,6 +247,19 @@ func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 			s.era = era
 			s.mu.Unlock()
 		},
+	}
+	s.clients = &clientConns{
+		mu:       &s.mu,
+		cfg:      cfg,
+		log:      s.log,
+		ctx:      ctx,
+		dial:     s.dialer.dial,
+		apply:    s.logLevel.apply,
+		state:    func() State { return s.state },
+		setState: s.setState,
+		features: s.Features,
+		conns:    map[ClientID]*conn{},
+		dialing:  map[ClientID]chan struct{}{},
 	}
 	s.probes = &toolProbes{
 		ctx:     ctx,
@@ -303,7 +313,7 @@ func (s *Server) Status() Status {
 		Failures: s.failures,
 		Session:  s.session.mode(),
 		Protocol: s.era,
-		Clients:  len(s.clients),
+		Clients:  len(s.clients.conns),
 		Since:    s.since,
 	}
 	if s.lastErr != nil {
@@ -320,7 +330,7 @@ func (s *Server) Status() Status {
 	if s.cur != nil {
 		st.PID = s.cur.pid
 	}
-	for id, c := range s.clients {
+	for id, c := range s.clients.conns {
 		st.Connections = append(st.Connections, ConnStatus{Client: clientFingerprint(id), Task: c.runID, PID: c.pid, Since: c.started})
 	}
 	slices.SortFunc(st.Connections, func(a, b ConnStatus) int { return strings.Compare(a.Client, b.Client) })
@@ -335,7 +345,7 @@ func (s *Server) PIDs() []int {
 	if s.cur != nil && s.cur.pid > 0 {
 		pids = append(pids, s.cur.pid)
 	}
-	for _, c := range s.clients {
+	for _, c := range s.clients.conns {
 		if c.pid > 0 {
 			pids = append(pids, c.pid)
 		}

@@ -185,7 +185,7 @@ func (s *Server) connectAndList() (*conn, Features, error) {
 	c.watch()
 	ctx, cancel := context.WithTimeout(s.ctx, s.bounds.connectTimeout())
 	defer cancel()
-	s.applyLogLevel(ctx, c)
+	s.logLevel.apply(ctx, c)
 	f, err := listFeatures(ctx, c)
 	if err != nil {
 		c.close()
@@ -282,11 +282,11 @@ func (s *Server) stop(ctx context.Context, drain time.Duration, reason error) {
 	if s.cur != nil {
 		conns = append(conns, s.cur)
 	}
-	for _, c := range s.clients {
+	for _, c := range s.clients.conns {
 		conns = append(conns, c)
 	}
 	s.cur = nil
-	s.clients = map[ClientID]*conn{}
+	s.clients.conns = map[ClientID]*conn{}
 	s.setState(StateStopped, nil)
 	s.mu.Unlock()
 	var wg sync.WaitGroup
