@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
+	"github.com/mcpmux/mcpmux/config"
 	"github.com/mcpmux/mcpmux/oauth"
 )
 
@@ -28,28 +30,41 @@ func asNeedsLogin(err error) *NeedsLoginError {
 	return nil
 }
 
-// authHandler returns the server's OAuth handler, made on first use and
-// kept for the server's life (a login's registration and granted scopes
-// with it); nil for a server without auth.
-func (s *Server) authHandler() (oauth.Handler, error) {
-	s.authOnce.Do(func() {
-		opts := &oauth.HandlerOptions{}
-		if f := s.opts.Authorize; f != nil {
-			opts.Authorize = func(ctx context.Context, authURL string) error { return f(ctx, s.cfg.Name, authURL) }
-		}
-		s.auth, s.authErr = oauth.NewHandler(s.cfg, s.opts.Tokens, opts)
-		if s.authErr != nil {
-			s.authErr = fmt.Errorf("auth: %w", s.authErr)
-		}
-	})
-	return s.auth, s.authErr
+// serverAuth is the OAuth of a server with auth:, kept apart from the
+// Server: it needs only the server's config and the pool's Tokens and
+// Authorize.
+type serverAuth struct {
+	cfg       *config.Server
+	tokens    *oauth.Store
+	authorize func(ctx context.Context, server, authURL string) error
+
+	once sync.Once     // makes h
+	h    oauth.Handler // the auth: section's OAuth handler; nil without one
+	err  error
 }
 
-// closeAuth releases the OAuth handler, once the server has stopped.
-func (s *Server) closeAuth() {
-	s.authOnce.Do(func() {}) // waits for a handler being made
-	if s.auth != nil {
-		_ = s.auth.Close()
+// handler returns the server's OAuth handler, made on first use and kept
+// for the server's life (a login's registration and granted scopes with
+// it); nil for a server without auth.
+func (a *serverAuth) handler() (oauth.Handler, error) {
+	a.once.Do(func() {
+		opts := &oauth.HandlerOptions{}
+		if f := a.authorize; f != nil {
+			opts.Authorize = func(ctx context.Context, authURL string) error { return f(ctx, a.cfg.Name, authURL) }
+		}
+		a.h, a.err = oauth.NewHandler(a.cfg, a.tokens, opts)
+		if a.err != nil {
+			a.err = fmt.Errorf("auth: %w", a.err)
+		}
+	})
+	return a.h, a.err
+}
+
+// close releases the OAuth handler, once the server has stopped.
+func (a *serverAuth) close() {
+	a.once.Do(func() {}) // waits for a handler being made
+	if a.h != nil {
+		_ = a.h.Close()
 	}
 }
 
@@ -69,7 +84,7 @@ func (s *Server) needLogin(err error) {
 // replaced) or it is stopped. It reports whether to go on.
 func (s *Server) awaitLogin(err error) bool {
 	s.needLogin(err)
-	h, _ := s.authHandler()
+	h, _ := s.auth.handler()
 	if h == nil || h.WaitChanged(s.ctx) != nil {
 		return false
 	}

@@ -180,7 +180,7 @@ func (c *conn) clientOptions(f ClientFeatures) *mcp.ClientOptions {
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 			defer c.gate.sawHandled()
-			s.logDownstream(ctx, req)
+			logDownstream(ctx, s.log, req)
 			if callers := c.callers(); len(callers) > 0 {
 				for _, cl := range callers {
 					cl.Log(ctx, req.Params)
@@ -301,7 +301,7 @@ func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		if c.features.Roots && c == c.srv.current() {
-			c.srv.keepsSessionState("it asks for roots")
+			c.srv.session.keepsState("it asks for roots")
 		}
 		p, _ := req.GetParams().(*mcp.ListRootsParams)
 		var meta mcp.Meta

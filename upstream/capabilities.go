@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -187,10 +189,24 @@ func (f ClientFeatures) covers(g ClientFeatures) bool {
 		(f.SamplingTasks || !g.SamplingTasks) && (f.ElicitationTasks || !g.ElicitationTasks)
 }
 
-// toolProbes caches what a server lists to clients with fewer features
-// than its catalog connection declares, per feature set. It is reset
-// whenever the server's lists or connection change.
+// toolProbes asks and caches what a server lists to clients with fewer
+// features than its catalog connection declares, per feature set. It is
+// reset whenever the server's lists or connection change. What it needs
+// of its server is given at construction (newServer), as funcs.
 type toolProbes struct {
+	ctx     context.Context // the server's: cancelled by Stop
+	log     *slog.Logger
+	timeout func() time.Duration // bounds a probe's listing
+	// whileUp runs f under the server's lock if the server is up, and
+	// otherwise returns why not: a probe starts only then (see running).
+	whileUp func(f func()) error
+	// tools are the tools the server lists on its shared connection.
+	tools func() []*mcp.Tool
+	// shared returns the server's shared connection, nil while down.
+	shared func() *conn
+	// dial opens a connection declaring f (Server.dial).
+	dial func(ctx context.Context, runID string, f ClientFeatures) (*conn, error)
+
 	mu      sync.Mutex
 	results map[ClientFeatures]*probe
 	// running counts the probes not yet ended, their connections
@@ -226,6 +242,147 @@ func (p *toolProbes) reset() {
 	p.mu.Unlock()
 }
 
+// toolsFor answers Server.ToolsFor.
+func (p *toolProbes) toolsFor(ctx context.Context, f ClientFeatures) (map[string]bool, error) {
+	if f.ListsAll() {
+		return nil, nil
+	}
+	f.SamplingTools = f.Sampling // one probe for both (see ListsAll)
+	if p.listedAllToFewer(f) {
+		return nil, nil
+	}
+	pr, err := p.probeFor(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if pr.all {
+		return nil, nil
+	}
+	return pr.names, nil
+}
+
+// prefetch answers Server.Prefetch.
+func (p *toolProbes) prefetch(f ClientFeatures) {
+	if f.ListsAll() {
+		return
+	}
+	go func() { _, _ = p.toolsFor(p.ctx, f) }()
+}
+
+// listedAllToFewer reports whether a finished probe for features that f
+// has all of listed every tool.
+func (p *toolProbes) listedAllToFewer(f ClientFeatures) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for g, pr := range p.results {
+		if f.covers(g) && pr.finished() && pr.err == nil && pr.all {
+			return true
+		}
+	}
+	return false
+}
+
+// listsAll reports whether names are every tool the server lists.
+func (p *toolProbes) listsAll(names map[string]bool) bool {
+	for _, t := range p.tools() {
+		if t != nil && !names[t.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// probeFor returns the outcome of a probe declaring f, making the probe if
+// none was made for the current lists.
+func (p *toolProbes) probeFor(ctx context.Context, f ClientFeatures) (*probe, error) {
+	var pr *probe
+	err := p.whileUp(func() {
+		p.mu.Lock()
+		pr = p.results[f]
+		if pr == nil {
+			pr = &probe{done: make(chan struct{})}
+			if p.results == nil {
+				p.results = map[ClientFeatures]*probe{}
+			}
+			p.results[f] = pr
+			p.running.Add(1)
+			go p.runProbe(pr, f)
+		}
+		p.mu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-pr.done:
+		return pr, pr.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// runProbe lists the tools the server lists to a client declaring f: on a
+// probe session that declares f; or, for a server of MCP 2026-07-28,
+// where each request declares its client's capabilities, with a request
+// of its shared connection declaring f (see probeConn). The answer is
+// given before the probe session is closed: its process may take a while
+// to exit, and nobody needs to wait for that but Stop.
+func (p *toolProbes) runProbe(pr *probe, f ClientFeatures) {
+	defer p.running.Done()
+	c, shared := p.probeConn()
+	if shared {
+		defer c.release()
+	} else {
+		var err error
+		if c, err = p.dial(p.ctx, "", f); err != nil {
+			pr.err = p.probeFailed(f, err)
+			close(pr.done)
+			return
+		}
+		defer c.close()
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.timeout())
+	defer cancel()
+	tools, _, err := listTools(withRequest(ctx, &Request{Features: f}), c)
+	if err != nil {
+		pr.err = p.probeFailed(f, err)
+		close(pr.done)
+		return
+	}
+	pr.names = make(map[string]bool, len(tools))
+	for _, t := range tools {
+		if t != nil {
+			pr.names[t.Name] = true
+		}
+	}
+	pr.all = p.listsAll(pr.names)
+	close(pr.done)
+	p.log.Debug("capability probe", "capabilities", f.String(), "tools", len(pr.names), "lists_all", pr.all, "on_shared_connection", shared)
+}
+
+// probeFailed is the error of a probe for f that failed with err, logged
+// unless the server is stopping (then the probe was cut short, and
+// nobody waits for its answer).
+func (p *toolProbes) probeFailed(f ClientFeatures, err error) error {
+	err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
+	if p.ctx.Err() == nil {
+		p.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)
+	}
+	return err
+}
+
+// probeConn returns the shared connection, acquired, when it speaks MCP
+// 2026-07-28: a probe there is one request, not a new session, and sees
+// the server as its clients do (the same process, with the tools it has
+// added since it started).
+func (p *toolProbes) probeConn() (c *conn, shared bool) {
+	cur := p.shared()
+	if cur != nil && cur.stateless() && cur.acquire() {
+		return cur, true
+	}
+	return nil, false
+}
+
 // ToolsFor returns the names of the tools the server lists to a client with
 // features f, or nil if that is its whole list: when f.ListsAll, and when
 // the server lists everything to a client with f (a server is taken never
@@ -243,150 +400,11 @@ func (p *toolProbes) reset() {
 // server that is not up is not probed: the caller gets nil and an error
 // saying why.
 func (s *Server) ToolsFor(ctx context.Context, f ClientFeatures) (map[string]bool, error) {
-	if f.ListsAll() {
-		return nil, nil
-	}
-	f.SamplingTools = f.Sampling // one probe for both (see ListsAll)
-	if s.listedAllToFewer(f) {
-		return nil, nil
-	}
-	pr, err := s.probeFor(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	if pr.all {
-		return nil, nil
-	}
-	return pr.names, nil
+	return s.probes.toolsFor(ctx, f)
 }
 
 // Prefetch asks, in the background, what the server lists to a client
 // with features f, unless it is known: when such a client has come, so
 // that its first tools/list finds the answer ready or under way. A server
 // that is not up is asked when it is (the caller calls again then).
-func (s *Server) Prefetch(f ClientFeatures) {
-	if f.ListsAll() {
-		return
-	}
-	go func() { _, _ = s.ToolsFor(s.ctx, f) }()
-}
-
-// listedAllToFewer reports whether a finished probe for features that f
-// has all of listed every tool.
-func (s *Server) listedAllToFewer(f ClientFeatures) bool {
-	p := &s.probes
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for g, pr := range p.results {
-		if f.covers(g) && pr.finished() && pr.err == nil && pr.all {
-			return true
-		}
-	}
-	return false
-}
-
-// listsAll reports whether names are every tool the server lists.
-func (s *Server) listsAll(names map[string]bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range s.features.Tools {
-		if t != nil && !names[t.Name] {
-			return false
-		}
-	}
-	return true
-}
-
-// probeFor returns the outcome of a probe declaring f, making the probe if
-// none was made for the current lists.
-func (s *Server) probeFor(ctx context.Context, f ClientFeatures) (*probe, error) {
-	p := &s.probes
-	s.mu.Lock()
-	if s.state != StateUp {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("server %q is not up", s.cfg.Name)
-	}
-	p.mu.Lock()
-	pr := p.results[f]
-	if pr == nil {
-		pr = &probe{done: make(chan struct{})}
-		if p.results == nil {
-			p.results = map[ClientFeatures]*probe{}
-		}
-		p.results[f] = pr
-		p.running.Add(1)
-		go s.runProbe(pr, f)
-	}
-	p.mu.Unlock()
-	s.mu.Unlock()
-	select {
-	case <-pr.done:
-		return pr, pr.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// runProbe lists the tools the server lists to a client declaring f: on a
-// probe session that declares f; or, for a server of MCP 2026-07-28,
-// where each request declares its client's capabilities, with a request
-// of its shared connection declaring f (see probeConn). The answer is
-// given before the probe session is closed: its process may take a while
-// to exit, and nobody needs to wait for that but Stop.
-func (s *Server) runProbe(pr *probe, f ClientFeatures) {
-	defer s.probes.running.Done()
-	c, shared := s.probeConn()
-	if shared {
-		defer c.release()
-	} else {
-		var err error
-		if c, err = s.dial(s.ctx, "", f); err != nil {
-			pr.err = s.probeFailed(f, err)
-			close(pr.done)
-			return
-		}
-		defer c.close()
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
-	defer cancel()
-	tools, _, err := listTools(withRequest(ctx, &Request{Features: f}), c)
-	if err != nil {
-		pr.err = s.probeFailed(f, err)
-		close(pr.done)
-		return
-	}
-	pr.names = make(map[string]bool, len(tools))
-	for _, t := range tools {
-		if t != nil {
-			pr.names[t.Name] = true
-		}
-	}
-	pr.all = s.listsAll(pr.names)
-	close(pr.done)
-	s.log.Debug("capability probe", "capabilities", f.String(), "tools", len(pr.names), "lists_all", pr.all, "on_shared_connection", shared)
-}
-
-// probeFailed is the error of a probe for f that failed with err, logged
-// unless the server is stopping (then the probe was cut short, and
-// nobody waits for its answer).
-func (s *Server) probeFailed(f ClientFeatures, err error) error {
-	err = fmt.Errorf("probing the tools listed to a client with capabilities %s: %w", f, err)
-	if s.ctx.Err() == nil {
-		s.log.Warn("capability probe failed; the client is shown every tool", "capabilities", f.String(), "error", err)
-	}
-	return err
-}
-
-// probeConn returns the shared connection, acquired, when it speaks MCP
-// 2026-07-28: a probe there is one request, not a new session, and sees
-// the server as its clients do (the same process, with the tools it has
-// added since it started).
-func (s *Server) probeConn() (c *conn, shared bool) {
-	s.mu.Lock()
-	cur := s.cur
-	s.mu.Unlock()
-	if cur != nil && cur.stateless() && cur.acquire() {
-		return cur, true
-	}
-	return nil, false
-}
+func (s *Server) Prefetch(f ClientFeatures) { s.probes.prefetch(f) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -23,8 +24,30 @@ import (
 	"github.com/mcpmux/mcpmux/oauth"
 )
 
-// offeredProtocol is the protocol version offered to srv for its config
-// protocol (see era.go): the go-sdk client tries server/discover for
+// dialer opens the connections of a server: a child process or an HTTP
+// session, with its go-sdk client session. It is given at construction
+// (newServer) the server's config, bounds, logger and OAuth, and funcs for
+// the little it tells or asks of the server. The conns it opens belong to
+// the server (adopt) and call back into it; the dialer holds no pointer
+// to the server.
+type dialer struct {
+	cfg    *config.Server
+	opts   *Options
+	bounds bounds
+	log    *slog.Logger
+	auth   *serverAuth
+	useSSE atomic.Bool // the URL turned out to speak legacy SSE only
+	// perClient says the connections are each one client's (Server.PerClient).
+	perClient func() bool
+	// adopt makes a new conn the server's (conn.srv), before its session
+	// opens: what the server asks meanwhile goes through it.
+	adopt func(c *conn)
+	// sawEra records the protocol version of the latest connection.
+	sawEra func(era string)
+}
+
+// offeredProtocol is the protocol version offered to the server for its
+// config protocol (see era.go): the go-sdk client tries server/discover for
 // 2026-07-28 and falls back to initialize on any error, so auto and a
 // pinned 2026-07-28 offer the same; a pin is checked once connected. A
 // legacy HTTP+SSE server is offered 2025-11-25 unless pinned to
@@ -32,9 +55,9 @@ import (
 // server/discover on it would hide the reason of a failed connection
 // (such as an endpoint on another origin) behind the initialize that
 // follows.
-func (srv *Server) offeredProtocol() string {
-	sse := srv.cfg.Type == config.TransportSSE || srv.useSSE.Load()
-	if srv.cfg.Protocol == config.Protocol2025 || sse && srv.cfg.Protocol != config.Protocol2026 {
+func (d *dialer) offeredProtocol() string {
+	sse := d.cfg.Type == config.TransportSSE || d.useSSE.Load()
+	if d.cfg.Protocol == config.Protocol2025 || sse && d.cfg.Protocol != config.Protocol2026 {
 		return config.Protocol2025
 	}
 	return config.Protocol2026
@@ -97,19 +120,19 @@ type conn struct {
 	unresponsive *UnresponsiveError
 }
 
-// dial connects to the server described by srv.cfg, under the connect
+// dial connects to the server described by d.cfg, under the connect
 // timeout, declaring the client features f. task, when set, is put into a
 // child's environment as TASK_ID.
-func (srv *Server) dial(parent context.Context, runID string, f ClientFeatures) (*conn, error) {
+func (d *dialer) dial(parent context.Context, runID string, f ClientFeatures) (*conn, error) {
 	// The context given to Connect must outlive dial: the SSE transport
 	// keeps its event stream on it. So the connect timeout is a timer that
 	// cancels it, stopped once connected, and close cancels it for good.
 	ctx, cancel := context.WithCancelCause(parent)
-	timer := time.AfterFunc(srv.connectTimeout(), func() { cancel(errConnectTimeout) })
-	c, err := srv.connect(ctx, runID, f)
+	timer := time.AfterFunc(d.bounds.connectTimeout(), func() { cancel(errConnectTimeout) })
+	c, err := d.connect(ctx, runID, f)
 	if timedOut := !timer.Stop(); err == nil && timedOut {
 		c.close()
-		err = fmt.Errorf("no answer within %v", srv.connectTimeout())
+		err = fmt.Errorf("no answer within %v", d.bounds.connectTimeout())
 	}
 	if err != nil {
 		cancel(nil)
@@ -127,9 +150,9 @@ var errConnectTimeout = errors.New("connect timeout")
 // dialError describes a connection attempt that failed, err, after its
 // context ctx ended: the server did not answer in time, or whoever dialed
 // gave up (then it is no failure of the server's, and says so).
-func (srv *Server) dialError(ctx context.Context, err error, noAnswer string) error {
+func (d *dialer) dialError(ctx context.Context, err error, noAnswer string) error {
 	if context.Cause(ctx) == errConnectTimeout {
-		return fmt.Errorf("%s within %v: %w", noAnswer, srv.connectTimeout(), err)
+		return fmt.Errorf("%s within %v: %w", noAnswer, d.bounds.connectTimeout(), err)
 	}
 	return fmt.Errorf("given up before it answered (the server is stopping, or its caller went): %w", context.Cause(ctx))
 }
@@ -137,40 +160,39 @@ func (srv *Server) dialError(ctx context.Context, err error, noAnswer string) er
 // connect opens the session; ctx bounds the attempt and the connection.
 // It records the era the server speaks, and refuses one other than a
 // pinned protocol.
-func (srv *Server) connect(ctx context.Context, runID string, f ClientFeatures) (*conn, error) {
-	c, err := srv.openSession(ctx, runID, f)
+func (d *dialer) connect(ctx context.Context, runID string, f ClientFeatures) (*conn, error) {
+	c, err := d.openSession(ctx, runID, f)
 	if err != nil {
 		return nil, err
 	}
 	c.era = c.cs.InitializeResult().ProtocolVersion
-	if err := checkEra(srv.cfg.Protocol, c.era); err != nil {
+	if err := checkEra(d.cfg.Protocol, c.era); err != nil {
 		c.close()
 		return nil, err
 	}
-	srv.mu.Lock()
-	srv.era = c.era
-	srv.mu.Unlock()
+	d.sawEra(c.era)
 	return c, nil
 }
 
 // openSession connects the go-sdk client session of a new conn.
-func (srv *Server) openSession(ctx context.Context, runID string, f ClientFeatures) (*conn, error) {
-	c := &conn{srv: srv, started: time.Now(), runID: runID, features: f, gate: newProgressGate(), raw: newRawCalls(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
+func (d *dialer) openSession(ctx context.Context, runID string, f ClientFeatures) (*conn, error) {
+	c := &conn{started: time.Now(), runID: runID, features: f, gate: newProgressGate(), raw: newRawCalls(), refresh: make(chan struct{}, 1), done: make(chan struct{}), lastUse: time.Now()}
+	d.adopt(c)
 	c.tasks = connTasks(c)
 	c.asked = connAsked(c) // after c.tasks, whose callerFor it uses
 	// A client's own connection knows its client from the start: what the
 	// server asks while it initializes (roots/list) is that client's.
 	c.owner, _ = ctx.Value(ownerKey{}).(Caller)
 	c.shared, _ = ctx.Value(sharedKey{}).(bool)
-	if srv.PerClient() {
-		c.limit = newLimiter(srv.cfg.MaxConcurrency)
+	if d.perClient() {
+		c.limit = newLimiter(d.cfg.MaxConcurrency)
 	}
-	client := mcp.NewClient(srv.opts.ClientInfo, c.clientOptions(f))
+	client := mcp.NewClient(d.opts.ClientInfo, c.clientOptions(f))
 	client.AddReceivingMiddleware(c.rootsMiddleware, c.elicitMiddleware)
-	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: srv.offeredProtocol()}
+	sessOpts := &mcp.ClientSessionOptions{ProtocolVersion: d.offeredProtocol()}
 
-	if f := srv.opts.Transport; f != nil {
-		if t := f(srv.cfg); t != nil {
+	if f := d.opts.Transport; f != nil {
+		if t := f(d.cfg); t != nil {
 			cs, err := client.Connect(ctx, c.tap(t, c.gate), sessOpts)
 			if err != nil {
 				return nil, fmt.Errorf("connecting: %w", err)
@@ -179,8 +201,8 @@ func (srv *Server) openSession(ctx context.Context, runID string, f ClientFeatur
 			return c, nil
 		}
 	}
-	if srv.cfg.IsRemote() {
-		cs, err := srv.dialRemote(ctx, client, sessOpts, c)
+	if d.cfg.IsRemote() {
+		cs, err := d.dialRemote(ctx, client, sessOpts, c)
 		if err != nil {
 			return nil, err
 		}
@@ -188,28 +210,28 @@ func (srv *Server) openSession(ctx context.Context, runID string, f ClientFeatur
 		return c, nil
 	}
 
-	cmd, stderr, err := srv.command(runID)
+	cmd, stderr, err := d.command(runID)
 	if err != nil {
 		return nil, err
 	}
 	child := &childTransport{CommandTransport: &stdioconn.CommandTransport{Command: cmd, TerminateDuration: terminateGrace, Options: stdioconn.Options{
 		// A result up to max_result_bytes is read (and then cut to it);
 		// past the bound one call fails and the connection goes on.
-		MaxMessageBytes: int(max(int64(stdioconn.DefaultMaxMessageBytes), srv.maxResultBytes()+2*eventSlack)),
-		Logger:          srv.log,
-	}}, groups: srv.opts.Groups}
+		MaxMessageBytes: int(max(int64(stdioconn.DefaultMaxMessageBytes), d.bounds.maxResultBytes()+2*eventSlack)),
+		Logger:          d.log,
+	}}, groups: d.opts.Groups}
 	cs, err := client.Connect(ctx, c.tap(child, c.gate), sessOpts)
 	stderr.started()
 	if cmd.Process != nil {
 		c.pid = cmd.Process.Pid
 	}
-	c.groups = srv.opts.Groups
+	c.groups = d.opts.Groups
 	if err != nil {
 		// Connect has closed the session, which waits for the child; make
 		// sure nothing else of its process group survives.
 		c.endGroup(0)
 		if ctx.Err() != nil {
-			err = srv.dialError(ctx, err, "no answer to initialize (is it an MCP server on stdio? lines it printed to stdout that are not JSON-RPC are logged as dropped)")
+			err = d.dialError(ctx, err, "no answer to initialize (is it an MCP server on stdio? lines it printed to stdout that are not JSON-RPC are logged as dropped)")
 		}
 		// Connect's failed close has waited for the child, so its exit
 		// status is known.
@@ -229,30 +251,30 @@ func (srv *Server) openSession(ctx context.Context, runID string, f ClientFeatur
 // the server does not speak it (as the MCP spec's compatibility notes say).
 // A server with auth: is authorized by its OAuth handler, and does not
 // fall back: its failure is about authorization, not the transport.
-func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp.ClientSessionOptions, c *conn) (*mcp.ClientSession, error) {
-	h, err := srv.authHandler()
+func (d *dialer) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp.ClientSessionOptions, c *conn) (*mcp.ClientSession, error) {
+	h, err := d.auth.handler()
 	if err != nil {
 		return nil, err
 	}
-	legacy := srv.cfg.Type == config.TransportSSE || srv.useSSE.Load()
+	legacy := d.cfg.Type == config.TransportSSE || d.useSSE.Load()
 	var legacyAuth oauth.Handler // the Streamable HTTP transport authorizes by itself
 	if legacy {
 		legacyAuth = h
 	}
 	// One client for either transport: a server with auth: does not fall
 	// back to legacy SSE below.
-	hc, maxEvent := srv.httpClient(c, legacyAuth), srv.maxEventSize()
+	hc, maxEvent := d.httpClient(c, legacyAuth), d.bounds.maxEventSize()
 	sse := func() (*mcp.ClientSession, error) {
-		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent}, nil), opts)
+		return client.Connect(ctx, c.tap(&mcp.SSEClientTransport{Endpoint: d.cfg.URL, HTTPClient: hc, MaxEventSize: maxEvent}, nil), opts)
 	}
 	if legacy {
 		cs, err := sse()
 		if err != nil {
-			return nil, fmt.Errorf("connecting to %s (SSE): %w", srv.cfg.URL, err)
+			return nil, fmt.Errorf("connecting to %s (SSE): %w", d.cfg.URL, err)
 		}
 		return cs, nil
 	}
-	t := &mcp.StreamableClientTransport{Endpoint: srv.cfg.URL, HTTPClient: hc, MaxRetries: 2, MaxEventSize: maxEvent}
+	t := &mcp.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: hc, MaxRetries: 2, MaxEventSize: maxEvent}
 	if h != nil {
 		t.OAuthHandler = h
 	}
@@ -261,17 +283,17 @@ func (srv *Server) dialRemote(ctx context.Context, client *mcp.Client, opts *mcp
 		return cs, nil
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", srv.cfg.URL, srv.dialError(ctx, err, "no answer"))
+		return nil, fmt.Errorf("connecting to %s: %w", d.cfg.URL, d.dialError(ctx, err, "no answer"))
 	}
 	if h != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", srv.cfg.URL, err)
+		return nil, fmt.Errorf("connecting to %s: %w", d.cfg.URL, err)
 	}
 	cs, sseErr := sse()
 	if sseErr != nil {
-		return nil, fmt.Errorf("connecting to %s: Streamable HTTP: %v; legacy SSE: %v", srv.cfg.URL, err, sseErr)
+		return nil, fmt.Errorf("connecting to %s: Streamable HTTP: %v; legacy SSE: %v", d.cfg.URL, err, sseErr)
 	}
-	srv.log.Info("server speaks legacy SSE only; using it", "url", srv.cfg.URL)
-	srv.useSSE.Store(true)
+	d.log.Info("server speaks legacy SSE only; using it", "url", d.cfg.URL)
+	d.useSSE.Store(true)
 	return cs, nil
 }
 
@@ -405,19 +427,19 @@ func (e *childStderr) Tail() string {
 
 // command builds the child process of a stdio server, and the logger that
 // receives its stderr.
-func (srv *Server) command(runID string) (*exec.Cmd, *childStderr, error) {
-	path, err := resolveCommand(srv.cfg.Command, srv.opts.Self)
+func (d *dialer) command(runID string) (*exec.Cmd, *childStderr, error) {
+	path, err := resolveCommand(d.cfg.Command, d.opts.Self)
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(path, srv.cfg.Args...)
-	cmd.Dir = srv.cfg.Cwd
-	cmd.Env = childEnv(os.Environ(), srv.cfg.Env, runID)
+	cmd := exec.Command(path, d.cfg.Args...)
+	cmd.Dir = d.cfg.Cwd
+	cmd.Env = childEnv(os.Environ(), d.cfg.Env, runID)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the stderr pipe: %w", err)
 	}
-	stderr := &childStderr{lineLogger: newLineLogger(srv.log, srv.opts.Mask, "stderr"), w: w, copied: make(chan struct{})}
+	stderr := &childStderr{lineLogger: newLineLogger(d.log, d.opts.Mask, "stderr"), w: w, copied: make(chan struct{})}
 	go stderr.drain(r)
 	cmd.Stderr = w
 	// Own process group, so that shutdown reaches an npx wrapper's child

@@ -32,13 +32,6 @@ func (e *UnresponsiveError) Error() string {
 	return fmt.Sprintf("the server did not answer a ping within %v while calls waited (stopped or hung)", e.After)
 }
 
-func (s *Server) liveness() time.Duration {
-	if s.opts.Liveness > 0 {
-		return s.opts.Liveness
-	}
-	return DefaultLiveness
-}
-
 // watchLiveness pings c while it has calls in flight, until it ends.
 func (c *conn) watchLiveness(every time.Duration) {
 	t := time.NewTicker(every)

@@ -5,36 +5,54 @@ package upstream
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// logLevel is the log level mcpmux's clients asked of a server, kept to
+// be set on each of its new connections. It has a lock of its own: it
+// needs nothing else of the server.
+type logLevel struct {
+	mu    sync.Mutex
+	level mcp.LoggingLevel // the clients' lowest logging/setLevel; "" until one sets it
+}
+
+func (l *logLevel) set(level mcp.LoggingLevel) {
+	l.mu.Lock()
+	l.level = level
+	l.mu.Unlock()
+}
+
+func (l *logLevel) get() mcp.LoggingLevel {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.level
+}
+
+// apply sets the kept level on a new connection.
+func (l *logLevel) apply(ctx context.Context, c *conn) {
+	if level := l.get(); level != "" {
+		c.setLogLevel(ctx, level)
+	}
+}
 
 // SetLoggingLevel asks the server to send log messages at level and above
 // (logging/setLevel). The level is kept and set again on every new
 // connection: after a restart, and on each per-client connection. Servers
 // that do not advertise logging are not asked.
 func (s *Server) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) {
+	s.logLevel.set(level)
 	s.mu.Lock()
-	s.logLevel = level
 	var conns []*conn
 	if s.cur != nil {
 		conns = append(conns, s.cur)
 	}
-	for _, c := range s.clients {
+	for _, c := range s.clients.conns {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.setLogLevel(ctx, level)
-	}
-}
-
-// applyLogLevel sets the kept level on a new connection.
-func (s *Server) applyLogLevel(ctx context.Context, c *conn) {
-	s.mu.Lock()
-	level := s.logLevel
-	s.mu.Unlock()
-	if level != "" {
 		c.setLogLevel(ctx, level)
 	}
 }
@@ -54,8 +72,9 @@ func (c *conn) setLogLevel(ctx context.Context, level mcp.LoggingLevel) {
 	}
 }
 
-// logDownstream logs a server's notifications/message in mcpmux's log.
-func (s *Server) logDownstream(ctx context.Context, req *mcp.LoggingMessageRequest) {
+// logDownstream logs a server's notifications/message in log, the
+// server's logger: it needs nothing else of the server.
+func logDownstream(ctx context.Context, log *slog.Logger, req *mcp.LoggingMessageRequest) {
 	p := req.Params
 	level := slog.LevelInfo
 	switch p.Level {
@@ -68,12 +87,8 @@ func (s *Server) logDownstream(ctx context.Context, req *mcp.LoggingMessageReque
 	case "error", "critical", "alert", "emergency":
 		level = slog.LevelError
 	}
-	s.log.Log(ctx, level, "server log message", "logger", p.Logger, "data", p.Data)
+	log.Log(ctx, level, "server log message", "logger", p.Logger, "data", p.Data)
 }
 
 // LoggingLevel returns the level set with SetLoggingLevel, or "".
-func (s *Server) LoggingLevel() mcp.LoggingLevel {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logLevel
-}
+func (s *Server) LoggingLevel() mcp.LoggingLevel { return s.logLevel.get() }

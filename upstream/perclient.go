@@ -3,16 +3,41 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmux/mcpmux/config"
 )
 
 // Per-client connections (session: per-client): each client session gets
 // its own connection, opened on first use and closed when it leaves or
 // idles.
+
+// clientConns are a server's per-client connections: each client's own,
+// and those being opened. Their maps are guarded by the server's lock
+// (mu), with the server's state, which acquire reads and sets under it;
+// the rest it needs of the server is given at construction (newServer).
+type clientConns struct {
+	mu    *sync.Mutex // the server's
+	cfg   *config.Server
+	log   *slog.Logger
+	ctx   context.Context // the server's: cancelled by Stop
+	dial  func(ctx context.Context, runID string, f ClientFeatures) (*conn, error)
+	apply func(ctx context.Context, c *conn) // sets the kept log level
+	// state and setState read and change the server's state; mu held.
+	state    func() State
+	setState func(State, error)
+	// features are the server's lists on its shared session.
+	features func() Features
+
+	conns   map[ClientID]*conn
+	dialing map[ClientID]chan struct{}
+}
 
 // OpenClient opens the own connection of a client whose session has just
 // initialized, as the server would be started for the client directly:
@@ -21,7 +46,7 @@ import (
 // its first call. A connection already open is kept. ctx bounds the
 // opening.
 func (s *Server) OpenClient(ctx context.Context, r Request) error {
-	c, err := s.acquireClient(ctx, r.Client, r.RunID, r.Features, r.Caller)
+	c, err := s.clients.acquire(ctx, r.Client, r.RunID, r.Features, r.Caller)
 	if err != nil {
 		return err
 	}
@@ -33,24 +58,24 @@ func (s *Server) OpenClient(ctx context.Context, r Request) error {
 // connection is for (see openSession).
 type ownerKey struct{}
 
-// acquireClient returns the caller's own connection, opening it on first
+// acquire returns the caller's own connection, opening it on first
 // use with the caller's features; owner is its client.
-func (s *Server) acquireClient(ctx context.Context, id ClientID, runID string, f ClientFeatures, owner Caller) (*conn, error) {
+func (p *clientConns) acquire(ctx context.Context, id ClientID, runID string, f ClientFeatures, owner Caller) (*conn, error) {
 	for {
-		s.mu.Lock()
-		if s.state == StateStopped {
-			s.mu.Unlock()
-			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
+		p.mu.Lock()
+		if p.state() == StateStopped {
+			p.mu.Unlock()
+			return nil, &UnavailableError{Server: p.cfg.Name, Err: ErrStopped}
 		}
-		if c := s.clients[id]; c != nil {
+		if c := p.conns[id]; c != nil {
 			if c.acquire() {
-				s.mu.Unlock()
+				p.mu.Unlock()
 				return c, nil
 			}
-			delete(s.clients, id)
+			delete(p.conns, id)
 		}
-		if wait := s.dialing[id]; wait != nil {
-			s.mu.Unlock()
+		if wait := p.dialing[id]; wait != nil {
+			p.mu.Unlock()
 			select {
 			case <-wait:
 				continue
@@ -58,35 +83,35 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, runID string, f
 				return nil, &DialEndedError{Cause: ctx.Err()}
 			}
 		}
-		if max := s.cfg.MaxClients; max > 0 && len(s.clients)+len(s.dialing) >= max {
-			s.mu.Unlock()
-			return nil, &LimitError{Server: s.cfg.Name, Max: max}
+		if max := p.cfg.MaxClients; max > 0 && len(p.conns)+len(p.dialing) >= max {
+			p.mu.Unlock()
+			return nil, &LimitError{Server: p.cfg.Name, Max: max}
 		}
 		wait := make(chan struct{})
-		s.dialing[id] = wait
-		s.mu.Unlock()
+		p.dialing[id] = wait
+		p.mu.Unlock()
 
-		c, err := s.dialFor(ctx, runID, f, owner)
+		c, err := p.dialFor(ctx, runID, f, owner)
 		if err == nil {
-			s.applyLogLevel(ctx, c)
+			p.apply(ctx, c)
 		}
 
-		s.mu.Lock()
-		delete(s.dialing, id)
+		p.mu.Lock()
+		delete(p.dialing, id)
 		close(wait)
 		if nl := asNeedsLogin(err); nl != nil {
-			s.setState(StateNeedsLogin, nl)
-		} else if err == nil && s.state == StateNeedsLogin {
-			s.setState(StateUp, nil) // logged in again
+			p.setState(StateNeedsLogin, nl)
+		} else if err == nil && p.state() == StateNeedsLogin {
+			p.setState(StateUp, nil) // logged in again
 		}
 		if err != nil {
-			s.mu.Unlock()
-			return nil, &UnavailableError{Server: s.cfg.Name, Err: err}
+			p.mu.Unlock()
+			return nil, &UnavailableError{Server: p.cfg.Name, Err: err}
 		}
-		if s.state == StateStopped {
-			s.mu.Unlock()
+		if p.state() == StateStopped {
+			p.mu.Unlock()
 			c.close()
-			return nil, &UnavailableError{Server: s.cfg.Name, Err: ErrStopped}
+			return nil, &UnavailableError{Server: p.cfg.Name, Err: ErrStopped}
 		}
 		c.watch()
 		c.ofClient.Store(true)
@@ -95,14 +120,14 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, runID string, f
 		// the shared refresh, which a client's connection has not: listed
 		// now, so that no answer waits for it.
 		go c.refreshOwn()
-		c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() { s.closeIdle(id, c) })
+		c.idle = time.AfterFunc(p.cfg.IdleTimeout, func() { p.closeIdle(id, c) })
 		c.acquire()
-		s.clients[id] = c
-		s.mu.Unlock()
-		s.log.Info("opened per-client connection", "client", string(id), "task", runID, "pid", c.pid)
+		p.conns[id] = c
+		p.mu.Unlock()
+		p.log.Info("opened per-client connection", "client", string(id), "task", runID, "pid", c.pid)
 		go func() {
 			<-c.done
-			s.forgetClient(id, c)
+			p.forgetClient(id, c)
 		}()
 		return c, nil
 	}
@@ -112,13 +137,13 @@ func (s *Server) acquireClient(ctx context.Context, id ClientID, runID string, f
 // when the call does (its timeout, its client gone), not only at the
 // connect timeout, which may be far longer; the connection, once open,
 // lives on the server's context.
-func (s *Server) dialFor(call context.Context, runID string, f ClientFeatures, owner Caller) (*conn, error) {
-	ctx, cancel := context.WithCancel(s.ctx)
+func (p *clientConns) dialFor(call context.Context, runID string, f ClientFeatures, owner Caller) (*conn, error) {
+	ctx, cancel := context.WithCancel(p.ctx)
 	if owner != nil {
 		ctx = context.WithValue(ctx, ownerKey{}, owner)
 	}
 	stop := context.AfterFunc(call, cancel)
-	c, err := s.dial(ctx, runID, f)
+	c, err := p.dial(ctx, runID, f)
 	if !stop() {
 		if c != nil {
 			c.close()
@@ -147,30 +172,30 @@ func (e *DialEndedError) Unwrap() error { return e.Cause }
 
 // closeIdle closes a per-client connection that has not been used for the
 // idle timeout.
-func (s *Server) closeIdle(id ClientID, c *conn) {
+func (p *clientConns) closeIdle(id ClientID, c *conn) {
 	c.mu.Lock()
-	idle := c.inflight == 0 && time.Since(c.lastUse) >= s.cfg.IdleTimeout-time.Millisecond
+	idle := c.inflight == 0 && time.Since(c.lastUse) >= p.cfg.IdleTimeout-time.Millisecond
 	c.mu.Unlock()
 	if idle && c.holdsTasks() {
 		// Its client's tasks may still run on it: idle once they are over.
-		c.idle.Reset(s.cfg.IdleTimeout)
+		c.idle.Reset(p.cfg.IdleTimeout)
 		return
 	}
 	if !idle {
 		return
 	}
-	if s.forgetClient(id, c) {
-		s.log.Info("closing idle per-client connection", "client", string(id), "idle", s.cfg.IdleTimeout)
+	if p.forgetClient(id, c) {
+		p.log.Info("closing idle per-client connection", "client", string(id), "idle", p.cfg.IdleTimeout)
 	}
 	c.close()
 }
 
 // forgetClient removes c from the client map; it reports whether it was there.
-func (s *Server) forgetClient(id ClientID, c *conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.clients[id] == c {
-		delete(s.clients, id)
+func (p *clientConns) forgetClient(id ClientID, c *conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns[id] == c {
+		delete(p.conns, id)
 		return true
 	}
 	return false
@@ -180,8 +205,8 @@ func (s *Server) forgetClient(id ClientID, c *conn) bool {
 // Calls still running on it are given a short time to finish.
 func (s *Server) ReleaseClient(id ClientID) {
 	s.mu.Lock()
-	c := s.clients[id]
-	delete(s.clients, id)
+	c := s.clients.conns[id]
+	delete(s.clients.conns, id)
 	s.mu.Unlock()
 	if c == nil {
 		return
@@ -214,7 +239,7 @@ func (c *conn) refreshOwn() {
 		c.srv.log.Warn("listing the resources of a client's connection failed", "error", err)
 		return
 	}
-	listed := c.srv.listedURIs()
+	listed := c.srv.clients.listedURIs()
 	c.mu.Lock()
 	before := c.ownResources
 	c.ownResources = res
@@ -230,11 +255,9 @@ func (c *conn) refreshOwn() {
 
 // listedURIs are the URIs of the resources the server lists on its shared
 // session.
-func (s *Server) listedURIs() map[string]bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (p *clientConns) listedURIs() map[string]bool {
 	listed := map[string]bool{}
-	for _, r := range s.features.Resources {
+	for _, r := range p.features().Resources {
 		listed[r.URI] = true
 	}
 	return listed
@@ -255,9 +278,9 @@ func ownURIs(rs []*mcp.Resource, listed map[string]bool) []string {
 // connection of client id and not on its shared session (resources made
 // for the client's session); nil for none, or no such connection.
 func (s *Server) ClientResources(id ClientID) []*mcp.Resource {
-	listed := s.listedURIs()
+	listed := s.clients.listedURIs()
 	s.mu.Lock()
-	c := s.clients[id]
+	c := s.clients.conns[id]
 	s.mu.Unlock()
 	if c == nil {
 		return nil
@@ -286,7 +309,7 @@ func (s *Server) RootsChanged(ctx context.Context, client ClientID, sole bool) {
 	s.mu.Lock()
 	switch {
 	case s.PerClient():
-		c = s.clients[client]
+		c = s.clients.conns[client]
 	case sole:
 		c = s.cur
 	}

@@ -175,7 +175,7 @@ func (p *Pool) Apply(ctx context.Context, cfgs []*config.Server, callTimeout tim
 	// Registered under p.mu, so that Close, which sets closed under it,
 	// waits for these too.
 	for _, o := range retired {
-		p.retiring.Go(func() { o.stop(p.retireCtx, o.MaxCallTimeout(callTimeout), errRetired) })
+		p.retiring.Go(func() { o.stop(p.retireCtx, maxCallTimeout(o.cfg, callTimeout), errRetired) })
 	}
 	p.mu.Unlock()
 	slices.Sort(ch.Added)

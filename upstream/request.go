@@ -224,7 +224,7 @@ func runOnce[R any](ctx context.Context, s *Server, r Request, h hooks, send fun
 			}
 		}
 		var w *streamWatch
-		cctx, w = watchCall(cctx, s.cfg.Name, s.resumeTimeout(), closed, cancel)
+		cctx, w = watchCall(cctx, s.cfg.Name, s.bounds.resumeTimeout(), closed, cancel)
 		defer w.finish()
 	}
 	cctx = withRequest(cctx, &r)
@@ -351,7 +351,7 @@ func isClosed(c *conn) bool {
 // acquire returns a connection for a call, registered as in flight.
 func (s *Server) acquire(ctx context.Context, r Request) (*conn, error) {
 	if s.PerClient() {
-		return s.acquireClient(ctx, r.Client, r.RunID, r.Features, r.Caller)
+		return s.clients.acquire(ctx, r.Client, r.RunID, r.Features, r.Caller)
 	}
 	var patience <-chan time.Time // started at the first wait for a restart
 	for {

@@ -10,11 +10,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -177,15 +177,17 @@ type Server struct {
 	events *listeners // the pool's (see Pool.Listen)
 	log    *slog.Logger
 	sdkLog *slog.Logger // for the go-sdk client; its Info is our Debug
-	useSSE atomic.Bool  // the URL turned out to speak legacy SSE only
-	// perClient: each client session gets its own connection (see
-	// PerClient); set at the start for session: per-client, and when
-	// session: auto finds the server keeps state per session.
-	perClient atomic.Bool
+	// session says whether each client session gets its own connection
+	// (session.go).
+	session *sessionMode
+	// bounds are the waits and sizes its settings come to (bounds.go).
+	bounds bounds
+	// probes asks what the server lists to clients with fewer features
+	// (capabilities.go).
+	probes *toolProbes
 
-	authOnce sync.Once     // makes auth
-	auth     oauth.Handler // the auth: section's OAuth handler; nil without one
-	authErr  error
+	auth   *serverAuth // the OAuth of a server with auth: (auth.go)
+	dialer *dialer     // opens its connections (conn.go)
 
 	ctx      context.Context // cancelled by Stop
 	cancel   context.CancelFunc
@@ -203,11 +205,9 @@ type Server struct {
 	cur      *conn         // the shared connection while up
 	features Features      // last known lists; kept while restarting
 	era      string        // the protocol version of the latest connection
-	probes   toolProbes    // what the server lists to clients with fewer features
-	clients  map[ClientID]*conn
-	dialing  map[ClientID]chan struct{}
-	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28 on; mcpmux speaks 2025-11-25 and older with clients and servers (docs/protocol.md), where it is not, and passes its clients' log level to the servers.
-	logLevel mcp.LoggingLevel // the clients' lowest logging/setLevel; "" until one sets it
+	clients  *clientConns  // per-client connections (perclient.go); its maps under mu
+
+	logLevel logLevel // the level the clients asked for (logging.go)
 }
 
 func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
@@ -229,11 +229,59 @@ func newServer(cfg *config.Server, opts *Options, events *listeners) *Server {
 		state:    StateStarting,
 		since:    time.Now(),
 		changed:  make(chan struct{}),
-		clients:  map[ClientID]*conn{},
-		dialing:  map[ClientID]chan struct{}{},
 		limit:    newLimiter(cfg.MaxConcurrency),
+		bounds:   bounds{cfg: cfg, opts: opts},
+		auth:     &serverAuth{cfg: cfg, tokens: opts.Tokens, authorize: opts.Authorize},
 	}
-	s.perClient.Store(cfg.PerClient())
+	s.session = newSessionMode(cfg, opts.ManyClients, s.log)
+	s.dialer = &dialer{
+		cfg:       cfg,
+		opts:      opts,
+		bounds:    s.bounds,
+		log:       s.log,
+		auth:      s.auth,
+		perClient: s.PerClient,
+		adopt:     func(c *conn) { c.srv = s },
+		sawEra: func(era string) {
+			s.mu.Lock()
+			s.era = era
+			s.mu.Unlock()
+		},
+	}
+	s.clients = &clientConns{
+		mu:       &s.mu,
+		cfg:      cfg,
+		log:      s.log,
+		ctx:      ctx,
+		dial:     s.dialer.dial,
+		apply:    s.logLevel.apply,
+		state:    func() State { return s.state },
+		setState: s.setState,
+		features: s.Features,
+		conns:    map[ClientID]*conn{},
+		dialing:  map[ClientID]chan struct{}{},
+	}
+	s.probes = &toolProbes{
+		ctx:     ctx,
+		log:     s.log,
+		timeout: s.bounds.connectTimeout,
+		whileUp: func(f func()) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.state != StateUp {
+				return fmt.Errorf("server %q is not up", cfg.Name)
+			}
+			f()
+			return nil
+		},
+		tools: func() []*mcp.Tool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.features.Tools
+		},
+		shared: s.current,
+		dial:   s.dialer.dial,
+	}
 	return s
 }
 
@@ -263,9 +311,9 @@ func (s *Server) Status() Status {
 		Tools:    len(s.features.Tools),
 		Restarts: s.restarts,
 		Failures: s.failures,
-		Session:  s.sessionMode(),
+		Session:  s.session.mode(),
 		Protocol: s.era,
-		Clients:  len(s.clients),
+		Clients:  len(s.clients.conns),
 		Since:    s.since,
 	}
 	if s.lastErr != nil {
@@ -274,7 +322,7 @@ func (s *Server) Status() Status {
 	switch {
 	case !s.cfg.IsRemote():
 		st.Transport = "stdio"
-	case s.cfg.Type == config.TransportSSE || s.useSSE.Load():
+	case s.cfg.Type == config.TransportSSE || s.dialer.useSSE.Load():
 		st.Transport = "sse"
 	default:
 		st.Transport = "streamable-http"
@@ -282,7 +330,7 @@ func (s *Server) Status() Status {
 	if s.cur != nil {
 		st.PID = s.cur.pid
 	}
-	for id, c := range s.clients {
+	for id, c := range s.clients.conns {
 		st.Connections = append(st.Connections, ConnStatus{Client: clientFingerprint(id), Task: c.runID, PID: c.pid, Since: c.started})
 	}
 	slices.SortFunc(st.Connections, func(a, b ConnStatus) int { return strings.Compare(a.Client, b.Client) })
@@ -297,42 +345,13 @@ func (s *Server) PIDs() []int {
 	if s.cur != nil && s.cur.pid > 0 {
 		pids = append(pids, s.cur.pid)
 	}
-	for _, c := range s.clients {
+	for _, c := range s.clients.conns {
 		if c.pid > 0 {
 			pids = append(pids, c.pid)
 		}
 	}
 	slices.Sort(pids)
 	return pids
-}
-
-// resumeTimeout is how long a resumed stream may stay silent (see
-// resume.go).
-func (s *Server) resumeTimeout() time.Duration {
-	if s.cfg.ResumeTimeout > 0 {
-		return s.cfg.ResumeTimeout
-	}
-	return config.DefaultResumeTimeout
-}
-
-// maxResultBytes is the bound of a message read from a url: server.
-func (s *Server) maxResultBytes() int64 {
-	if f := s.opts.MaxResultBytes; f != nil {
-		if n := f(); n > 0 {
-			return int64(n)
-		}
-	}
-	return int64(config.DefaultMaxResultBytes)
-}
-
-func (s *Server) connectTimeout() time.Duration {
-	switch {
-	case s.cfg.ConnectTimeout > 0:
-		return s.cfg.ConnectTimeout
-	case s.opts.ConnectTimeout > 0:
-		return s.opts.ConnectTimeout
-	}
-	return config.DefaultConnectTimeout
 }
 
 // setState changes the state and wakes everyone waiting for a change.
@@ -346,10 +365,11 @@ func (s *Server) setState(st State, err error) {
 	s.changed = make(chan struct{})
 }
 
-// MaxCallTimeout is the longest call deadline of any of the server's tools.
-func (s *Server) MaxCallTimeout(global time.Duration) time.Duration {
-	d := s.cfg.CallTimeout("", global)
-	for _, t := range s.cfg.ToolTimeout {
+// maxCallTimeout is the longest call deadline of any of the tools of the
+// server configured by cfg: it needs only the config.
+func maxCallTimeout(cfg *config.Server, global time.Duration) time.Duration {
+	d := cfg.CallTimeout("", global)
+	for _, t := range cfg.ToolTimeout {
 		d = max(d, t)
 	}
 	return d
@@ -364,34 +384,8 @@ func clientFingerprint(id ClientID) string {
 
 // PerClient reports whether each client session gets its own connection:
 // session: per-client, or session: auto for a server found to keep state
-// per session (see keepsSessionState).
-func (s *Server) PerClient() bool { return s.perClient.Load() }
-
-// sessionMode is the session mode for Status: what the server's clients
-// get (for session: auto, what it became).
-func (s *Server) sessionMode() string {
-	if s.PerClient() {
-		return config.SessionPerClient
-	}
-	return config.SessionShared
-}
-
-// keepsSessionState makes a server with session: auto per-client, when
-// mcpmux serves several clients, once it shows that it keeps state per
-// session, for why: on one shared session its clients would see each
-// other's (server-everything gives every client the roots of the first,
-// and lists and reads the resources one client made to all). It reports
-// whether the mode changed.
-func (s *Server) keepsSessionState(why string) bool {
-	if !s.cfg.AutoSession() || !s.opts.ManyClients || s.PerClient() {
-		return false
-	}
-	if s.perClient.CompareAndSwap(false, true) {
-		s.log.Info("the server keeps state per session: each client gets its own connection from now on (session: auto)", "because", why)
-		return true
-	}
-	return false
-}
+// per session (see sessionMode.keepsState).
+func (s *Server) PerClient() bool { return s.session.perClient() }
 
 // current is the shared connection while up; nil otherwise.
 func (s *Server) current() *conn {

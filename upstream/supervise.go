@@ -70,7 +70,7 @@ func (s *Server) supervise() {
 		}
 
 		if features.Subscribe {
-			s.keepsSessionState("it declares resource subscriptions")
+			s.session.keepsState("it declares resource subscriptions")
 		}
 		if s.PerClient() {
 			// The probe only served to learn the tools; each client gets
@@ -96,7 +96,7 @@ func (s *Server) supervise() {
 			// each call's own POST shows whether it answers; a 2026
 			// child's answer to ping, an error included, still shows
 			// it is not hung.
-			go c.watchLiveness(s.liveness())
+			go c.watchLiveness(s.bounds.liveness())
 		}
 
 		var lost error
@@ -178,14 +178,14 @@ type sharedKey struct{}
 
 // connectAndList dials and fetches the lists.
 func (s *Server) connectAndList() (*conn, Features, error) {
-	c, err := s.dial(context.WithValue(s.ctx, sharedKey{}, true), "", AllFeatures)
+	c, err := s.dialer.dial(context.WithValue(s.ctx, sharedKey{}, true), "", AllFeatures)
 	if err != nil {
 		return nil, Features{}, err
 	}
 	c.watch()
-	ctx, cancel := context.WithTimeout(s.ctx, s.connectTimeout())
+	ctx, cancel := context.WithTimeout(s.ctx, s.bounds.connectTimeout())
 	defer cancel()
-	s.applyLogLevel(ctx, c)
+	s.logLevel.apply(ctx, c)
 	f, err := listFeatures(ctx, c)
 	if err != nil {
 		c.close()
@@ -282,11 +282,11 @@ func (s *Server) stop(ctx context.Context, drain time.Duration, reason error) {
 	if s.cur != nil {
 		conns = append(conns, s.cur)
 	}
-	for _, c := range s.clients {
+	for _, c := range s.clients.conns {
 		conns = append(conns, c)
 	}
 	s.cur = nil
-	s.clients = map[ClientID]*conn{}
+	s.clients.conns = map[ClientID]*conn{}
 	s.setState(StateStopped, nil)
 	s.mu.Unlock()
 	var wg sync.WaitGroup
@@ -305,7 +305,7 @@ func (s *Server) stop(ctx context.Context, drain time.Duration, reason error) {
 	<-s.done
 	// Probes end with s.ctx; wait for their sessions to be closed.
 	s.probes.running.Wait()
-	s.closeAuth()
+	s.auth.close()
 }
 
 // stableAfter is how long a connection must stay up to reset the backoff.

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpmux/mcpmux/internal/sse"
 	"github.com/mcpmux/mcpmux/oauth"
 )
@@ -41,19 +39,12 @@ import (
 // retry lines) within the bound.
 const eventSlack = 4 << 10
 
-// maxEventSize is the go-sdk's bound of an event on the connection: its
-// own (16 MiB) must not end the connection before mcpmux refuses an
-// answer over max_result_bytes.
-func (s *Server) maxEventSize() int {
-	return max(mcp.DefaultMaxEventSize, int(s.maxResultBytes())+2*eventSlack)
-}
-
 // httpClient returns the HTTP client of c, a connection to a url: server,
 // for either transport. auth, if set, authorizes its requests (a legacy
 // SSE server's: the Streamable HTTP transport has its own).
-func (s *Server) httpClient(c *conn, auth oauth.Handler) *http.Client {
-	cred := newCredentialTransport(http.DefaultTransport, s.cfg.URL, s.cfg.Headers)
-	w := &wireTransport{base: cred, server: s.cfg.Name, limit: s.maxResultBytes(), maxEvent: s.maxEventSize(), gate: c.gate, status: c.tasks.taskStatusMessage}
+func (d *dialer) httpClient(c *conn, auth oauth.Handler) *http.Client {
+	cred := newCredentialTransport(http.DefaultTransport, d.cfg.URL, d.cfg.Headers)
+	w := &wireTransport{base: cred, server: d.cfg.Name, limit: d.bounds.maxResultBytes(), maxEvent: d.bounds.maxEventSize(), gate: c.gate, status: c.tasks.taskStatusMessage}
 	if caps := c.features.tasksCapability(); caps != nil {
 		// Tasks the server asks its client to run (servertasks.go).
 		w.base = &declareTasksBodies{base: w.base, caps: caps}
