@@ -23,8 +23,8 @@ import (
 // over, settle ends it: its span is marked with its result (and a
 // fallback's span ended) and the client's call writes its journal line.
 // A rule's action is settled as the rule acts (ruleCall's OnHit), in the
-// rules' order. The meta tools count their calls themselves (countMeta,
-// meta.go).
+// rules' order. The meta tools count their calls themselves, in one
+// place (metaTools.call, meta.go).
 
 // outcome is what one step decided about a call. Its zero value decides
 // nothing.

@@ -451,7 +451,7 @@ func (pl *pipeline) ruleCall(ctx context.Context, p *profile, c *toolCall, e *En
 }
 
 // run answers a call routed to e: a meta tool itself (which counts its
-// call: countMeta), a replay from its journal, any other tool's server
+// call: metaTools.call), a replay from its journal, any other tool's server
 // (forward). The outcome carries the answer for the journal, encoded as
 // it is now: later steps may change the result.
 func (pl *pipeline) run(ctx context.Context, p *profile, c *toolCall, e *Entry) (*result, outcome) {
