@@ -360,7 +360,7 @@ func (l *listing) clientResources(ctx context.Context, v *view, ss *mcp.ServerSe
 		if !srv.PerClient() || !v.hasServer(srv.Name()) {
 			continue
 		}
-		out = append(out, srv.ClientResources(l.clientID(ctx, ss))...)
+		out = append(out, srv.ClientResources(ctx, l.clientID(ctx, ss))...)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -278,5 +279,69 @@ func TestProbeStartsWhenAClientComes(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("no probe session was opened for the client that came")
+	}
+}
+
+// sessionResourceServer has a tool "make" that makes a resource for the
+// calling session alone and tells no one: what a server that announces it
+// late (on another stream, after the call's answer) looks like to a
+// client that lists right after the answer.
+func sessionResourceServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "own", Version: "1"}, nil)
+	var (
+		mu   sync.Mutex
+		made = map[mcp.Session][]*mcp.Resource{}
+	)
+	s.AddTool(&mcp.Tool{Name: "make", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		n := len(made[req.Session]) + 1
+		made[req.Session] = append(made[req.Session], &mcp.Resource{URI: fmt.Sprintf("session://made/%d", n), Name: "made"})
+		mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "made"}}}, nil
+	})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListResourcesResult); ok && err == nil {
+				mu.Lock()
+				lr.Resources = append(lr.Resources, made[req.GetSession()]...)
+				mu.Unlock()
+			}
+			return res, err
+		}
+	})
+	return s
+}
+
+// A client's resources/list right after a call that made a resource for
+// its session lists it, whether or not the server's list_changed has
+// reached mcpmux yet; a second client's list does not.
+func TestOwnResourcesListedAfterTheCall(t *testing.T) {
+	h := newHarness(t, map[string]*mcp.Server{"own": sessionResourceServer()}, "", map[string]string{"own": "session: per-client"})
+	one, two := h.client(DefaultProfile), h.client(DefaultProfile)
+	uris := func(cs *mcp.ClientSession) []string {
+		res, err := cs.ListResources(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range res.Resources {
+			out = append(out, r.URI)
+		}
+		return out
+	}
+	call(t, two, "own__make", nil)
+	for i := 1; i <= 3; i++ {
+		call(t, one, "own__make", nil)
+		var want []string
+		for n := 1; n <= i; n++ {
+			want = append(want, fmt.Sprintf("session://made/%d", n))
+		}
+		if got := uris(one); !slices.Equal(got, want) {
+			t.Fatalf("after call %d client one lists %v, want %v", i, got, want)
+		}
+	}
+	if got, want := uris(two), []string{"session://made/1"}; !slices.Equal(got, want) {
+		t.Errorf("client two lists %v, want %v (its own resource alone)", got, want)
 	}
 }

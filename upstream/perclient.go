@@ -221,20 +221,14 @@ func (s *Server) ReleaseClient(id ClientID) {
 const clientLeftDrain = 5 * time.Second
 
 // refreshOwn lists the resources of a client's own connection after the
-// server said they changed, keeps them for ClientResources, and tells the
-// client; the answers of its calls wait for it (refreshes).
+// server said they changed, keeps them as what its client was told of, and
+// tells the client; the answers of its calls wait for it (refreshes).
 func (c *conn) refreshOwn() {
 	asked := c.lists.asked()
 	defer c.lists.done(asked)
 	ctx, cancel := context.WithTimeout(c.srv.ctx, refreshListTimeout)
 	defer cancel()
-	res, err := listAll(ctx, "resources", func(cursor string) ([]*mcp.Resource, string, error) {
-		r, err := c.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Resources, r.NextCursor, nil
-	})
+	res, err := c.listOwn(ctx)
 	if err != nil {
 		c.srv.log.Warn("listing the resources of a client's connection failed", "error", err)
 		return
@@ -251,6 +245,17 @@ func (c *conn) refreshOwn() {
 	if owner != nil && !slices.Equal(ownURIs(before, listed), ownURIs(res, listed)) {
 		owner.ResourcesChanged()
 	}
+}
+
+// listOwn asks the server for the resources of a client's own connection.
+func (c *conn) listOwn(ctx context.Context) ([]*mcp.Resource, error) {
+	return listAll(ctx, "resources", func(cursor string) ([]*mcp.Resource, string, error) {
+		r, err := c.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Resources, r.NextCursor, nil
+	})
 }
 
 // listedURIs are the URIs of the resources the server lists on its shared
@@ -276,8 +281,14 @@ func ownURIs(rs []*mcp.Resource, listed map[string]bool) []string {
 
 // ClientResources are the resources the server lists on the own
 // connection of client id and not on its shared session (resources made
-// for the client's session); nil for none, or no such connection.
-func (s *Server) ClientResources(id ClientID) []*mcp.Resource {
+// for the client's session); nil for none, or no such connection. They
+// are asked for now, as a client's resources/list directly would: a
+// server (server-everything's gzip-file-as-resource) may send the
+// list_changed that refreshOwn follows on its GET stream after the answer
+// of the call that made the resource, so what refreshOwn kept can lag the
+// answer the client already has. What refreshOwn kept is the answer only
+// when asking fails (ctx ended, the connection closing).
+func (s *Server) ClientResources(ctx context.Context, id ClientID) []*mcp.Resource {
 	listed := s.clients.listedURIs()
 	s.mu.Lock()
 	c := s.clients.conns[id]
@@ -285,10 +296,15 @@ func (s *Server) ClientResources(id ClientID) []*mcp.Resource {
 	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	res, err := c.listOwn(ctx)
+	if err != nil {
+		s.log.Debug("listing a client's resources failed; answering with those last listed", "error", err)
+		c.mu.Lock()
+		res = c.ownResources
+		c.mu.Unlock()
+	}
 	var out []*mcp.Resource
-	for _, r := range c.ownResources {
+	for _, r := range res {
 		if !listed[r.URI] {
 			out = append(out, r)
 		}
